@@ -1,0 +1,29 @@
+#pragma once
+// The subcommand table: each command registers its flags on a CLI11 subcommand and runs.
+
+#include <functional>
+#include <memory>
+#include <string_view>
+
+#include <CLI/CLI.hpp>
+
+namespace cmax::app {
+
+/// A parsed command ready to run; returns the process exit code.
+using Runner = std::function<int()>;
+
+struct Command {
+  std::string_view name;
+  std::string_view summary;
+  /// Adds flags to `sub` and returns the runner that reads them after parsing.
+  Runner (*setup)(CLI::App& sub);
+};
+
+Runner setup_run(CLI::App& sub);
+Runner setup_audit(CLI::App& sub);
+Runner setup_version(CLI::App& sub);
+
+/// True when stdout is a terminal (colour, progress lines).
+bool stdout_is_tty();
+
+}  // namespace cmax::app

@@ -1,0 +1,58 @@
+// cmax: one binary, a table of subcommands. Results go to stdout, logs and errors to stderr.
+// Exit codes (docs/exit-codes.md): 0 no fail, 1 a fail, 2 a security fail, 3 usage or environment.
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "apps/cmax/command.h"
+#include "audit/audit.h"
+
+namespace cmax::app {
+
+bool stdout_is_tty() { return ::isatty(STDOUT_FILENO) == 1; }
+
+namespace {
+
+const Command kCommands[] = {
+    {"run", "Run every stage on this machine, write a run directory and print the scorecard", setup_run},
+    {"audit", "Read-only audit against ClusterMAX criteria and version floors", setup_audit},
+    {"version", "Print the cmax version", setup_version},
+};
+
+}  // namespace
+}  // namespace cmax::app
+
+int main(int argc, char** argv) {
+  using namespace cmax::app;
+  CLI::App app{
+      "cmax tests a GPU cluster the way a rating agency does: a read-only audit against the published\n"
+      "ClusterMAX criteria and version floors, and (in later stages) health, fault drills, NCCL sweeps,\n"
+      "endpoint economics and SLA accounting.\n\n"
+      "Exit codes: 0 no check failed; 1 a check failed; 2 a security check failed; 3 usage or environment error.",
+      "cmax"};
+  app.require_subcommand(1);
+  app.fallthrough();
+  std::vector<std::pair<CLI::App*, Runner>> runners;
+  for (const auto& c : kCommands) {
+    CLI::App* sub = app.add_subcommand(std::string(c.name), std::string(c.summary));
+    runners.emplace_back(sub, c.setup(*sub));
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return app.exit(e);
+    std::cerr << "cmax: " << e.what() << "\nRun 'cmax --help' or 'cmax COMMAND --help' for usage.\n";
+    return cmax::audit::kExitUsage;
+  }
+  for (auto& [sub, runner] : runners)
+    if (sub->parsed()) return runner();
+  return cmax::audit::kExitUsage;
+}

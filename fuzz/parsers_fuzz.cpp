@@ -1,0 +1,29 @@
+// libFuzzer target: the audit's pure text parsers (dpkg status, os-release, NVIDIA driver version,
+// KEY=VALUE configs, /proc/modules, /proc/mounts, kmsg records and Xid lines).
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "audit/parse/dpkg_status.h"
+#include "audit/parse/kmsg_xid.h"
+#include "audit/parse/kv_conf.h"
+#include "audit/parse/nvidia_version.h"
+#include "audit/parse/os_release.h"
+#include "audit/parse/sysfs.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  std::string_view in(reinterpret_cast<const char*>(data), size);
+  (void)cmax::audit::parse_dpkg_status(in);
+  (void)cmax::audit::parse_os_release(in);
+  (void)cmax::audit::kernel_package_version(in, in);
+  (void)cmax::audit::parse_nvidia_version(in);
+  (void)cmax::audit::parse_kv_conf(in);
+  (void)cmax::audit::parse_proc_modules(in);
+  (void)cmax::audit::parse_proc_mounts(in);
+  (void)cmax::audit::parse_limits_memlock(in);
+  (void)cmax::audit::parse_sysfs_state(in);
+  (void)cmax::audit::parse_kmsg_record(in);
+  (void)cmax::audit::parse_xid(in);
+  return 0;
+}

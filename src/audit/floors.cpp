@@ -1,0 +1,203 @@
+#include "audit/floors.h"
+
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+
+namespace cmax::audit {
+
+extern const char kBuiltinMinVersions[];  // generated from data/min-versions.json
+
+namespace {
+
+using nlohmann::json;
+
+Result<core::Version> version_field(const json& j, const char* key, const std::string& where) {
+  if (!j.contains(key) || !j[key].is_string()) return fail("{}: '{}' must be a version string", where, key);
+  auto v = core::parse_version(j[key].get<std::string>());
+  if (!v) return fail("{}: '{}': {}", where, key, v.error().message);
+  return v;
+}
+
+std::vector<std::string> strings(const json& j, const char* key) {
+  std::vector<std::string> out;
+  if (j.contains(key) && j[key].is_array())
+    for (const auto& s : j[key])
+      if (s.is_string()) out.push_back(s.get<std::string>());
+  return out;
+}
+
+std::string str(const json& j, const char* key) {
+  return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : std::string();
+}
+
+std::string join(const std::vector<std::string>& v) {
+  std::string out;
+  for (const auto& s : v) out += (out.empty() ? "" : ", ") + s;
+  return out;
+}
+
+}  // namespace
+
+const ComponentFloor* Floors::find(std::string_view component) const {
+  for (const auto& c : components)
+    if (c.component == component) return &c;
+  return nullptr;
+}
+
+Result<Floors> parse_floors(std::string_view json_text, std::string origin) {
+  json doc = json::parse(json_text, nullptr, false);
+  if (doc.is_discarded()) return fail("read version floors {}: not valid JSON; check the file or drop --min-versions", origin);
+  if (!doc.is_object() || str(doc, "schema") != "cmax.min-versions/1")
+    return fail("read version floors {}: schema must be \"cmax.min-versions/1\"", origin);
+  Floors floors;
+  floors.origin = origin;
+  floors.updated = str(doc, "updated");
+  if (doc.contains("components")) {
+    if (!doc["components"].is_array()) return fail("read version floors {}: 'components' must be an array", origin);
+    for (const auto& c : doc["components"]) {
+      ComponentFloor cf;
+      cf.component = str(c, "component");
+      std::string where = fmt::format("read version floors {}: component '{}'", origin, cf.component);
+      if (cf.component.empty()) return fail("read version floors {}: a component has no 'component' name", origin);
+      cf.description = str(c, "description");
+      cf.kind = str(c, "kind");
+      cf.source = str(c, "source");
+      cf.date = str(c, "date");
+      if (c.contains("trains") && c["trains"].is_array()) {
+        for (const auto& t : c["trains"]) {
+          auto train = version_field(t, "train", where);
+          if (!train) return Unexpected<Error>{train.error()};
+          auto floor = version_field(t, "floor", where);
+          if (!floor) return Unexpected<Error>{floor.error()};
+          cf.trains.push_back({std::move(*train), std::move(*floor), strings(t, "cves")});
+        }
+      }
+      if (c.contains("floor") && c["floor"].is_string()) {
+        auto floor = version_field(c, "floor", where);
+        if (!floor) return Unexpected<Error>{floor.error()};
+        cf.floor = std::move(*floor);
+      }
+      if (c.contains("cves") && c["cves"].is_array())
+        for (const auto& cv : c["cves"])
+          cf.cves.push_back({str(cv, "id"), str(cv, "severity"), str(cv, "summary"), strings(cv, "fixed")});
+      floors.components.push_back(std::move(cf));
+    }
+  }
+  if (doc.contains("kernel_cves") && doc["kernel_cves"].is_array()) {
+    for (const auto& k : doc["kernel_cves"]) {
+      KernelCve cve;
+      cve.id = str(k, "id");
+      std::string where = fmt::format("read version floors {}: kernel CVE '{}'", origin, cve.id);
+      cve.summary = str(k, "summary");
+      cve.severity = str(k, "severity");
+      cve.source = str(k, "source");
+      auto intro = version_field(k, "introduced", where);
+      if (!intro) return Unexpected<Error>{intro.error()};
+      cve.introduced = std::move(*intro);
+      for (const auto& f : strings(k, "fixed")) {
+        auto v = core::parse_version(f);
+        if (!v) return fail("{}: fixed '{}': {}", where, f, v.error().message);
+        cve.fixed.push_back(std::move(*v));
+      }
+      if (k.contains("distros") && k["distros"].is_object())
+        for (const auto& [name, ver] : k["distros"].items())
+          if (ver.is_string()) cve.distros[name] = ver.get<std::string>();
+      floors.kernel_cves.push_back(std::move(cve));
+    }
+  }
+  return floors;
+}
+
+Result<Floors> builtin_floors() { return parse_floors(kBuiltinMinVersions, "built-in data/min-versions.json"); }
+
+Result<Floors> load_floors_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return fail("read version floors {}: cannot open the file; check the --min-versions path", path);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return parse_floors(ss.str(), path);
+}
+
+FloorVerdict evaluate_floor(const ComponentFloor& cf, const core::Version& observed) {
+  FloorVerdict v;
+  const Train* match = nullptr;
+  for (const auto& t : cf.trains)
+    if (core::in_train(observed, t.train) && (!match || t.train.parts.size() > match->train.parts.size())) match = &t;
+  if (match) {
+    v.train = match->train.text;
+    v.floor = match->floor.text;
+    v.cves = match->cves;
+    v.status = core::compare_versions(observed, match->floor) < 0 ? FloorVerdict::Status::below
+                                                                   : FloorVerdict::Status::ok;
+    return v;
+  }
+  bool newer_than_all = true;
+  for (const auto& t : cf.trains)
+    if (core::compare_versions(observed, t.train) < 0 || core::in_train(observed, t.train)) newer_than_all = false;
+  if (!cf.trains.empty() && !newer_than_all) {
+    std::vector<std::string> names;
+    for (const auto& t : cf.trains) names.push_back(t.train.text);
+    v.status = FloorVerdict::Status::unsupported_train;
+    v.supported = join(names);
+    for (const auto& c : cf.cves) v.cves.push_back(c.id);
+    return v;
+  }
+  if (cf.floor) {
+    v.floor = cf.floor->text;
+    for (const auto& c : cf.cves) v.cves.push_back(c.id);
+    v.status = core::compare_versions(observed, *cf.floor) < 0 ? FloorVerdict::Status::below : FloorVerdict::Status::ok;
+  }
+  return v;
+}
+
+KernelCveVerdict evaluate_kernel_cve(const KernelCve& cve, const core::Version& upstream, std::string_view distro,
+                                     std::string_view package_version) {
+  using S = KernelCveVerdict::Status;
+  KernelCveVerdict v;
+  if (!distro.empty() && !package_version.empty()) {
+    auto it = cve.distros.find(std::string(distro));
+    if (it != cve.distros.end()) {
+      bool fixed = core::dpkg_compare(package_version, it->second) >= 0;
+      v.status = fixed ? S::fixed : S::vulnerable;
+      v.basis = fmt::format("{} kernel package {} {} {}", distro, package_version, fixed ? ">=" : "<", it->second);
+      return v;
+    }
+  }
+  // Upstream: compare the release's first three numbers with the series' first fix.
+  core::Version base = upstream;
+  base.suffix.clear();
+  base.pre_tag.reset();
+  if (base.parts.size() > 3) base.parts.resize(3);
+  if (core::compare_versions(base, cve.introduced) < 0) {
+    v.status = S::not_affected;
+    v.basis = fmt::format("upstream {} is older than {}, which introduced it", base.text, cve.introduced.text);
+    return v;
+  }
+  std::string base_text = fmt::format("{}", fmt::join(base.parts, "."));
+  for (const auto& f : cve.fixed) {
+    bool same_series = f.parts.size() >= 2 && base.parts.size() >= 2 && f.parts[0] == base.parts[0] &&
+                       f.parts[1] == base.parts[1];
+    if (same_series) {
+      bool fixed = core::compare_versions(base, f) >= 0;
+      v.status = fixed ? S::fixed : S::vulnerable;
+      v.basis = fmt::format("upstream {} {} {} (first fix in the {}.{} series)", base_text, fixed ? ">=" : "<", f.text,
+                            f.parts[0], f.parts[1]);
+      return v;
+    }
+  }
+  if (!cve.fixed.empty() && core::compare_versions(base, cve.fixed.back()) >= 0) {
+    v.status = S::fixed;
+    v.basis = fmt::format("upstream {} >= {} (mainline fix)", base_text, cve.fixed.back().text);
+    return v;
+  }
+  v.status = S::vulnerable;
+  v.basis = fmt::format("upstream {} is in a series with no listed fix (below mainline fix {})", base_text,
+                        cve.fixed.empty() ? std::string("?") : cve.fixed.back().text);
+  return v;
+}
+
+}  // namespace cmax::audit

@@ -1,0 +1,89 @@
+#pragma once
+// Version floors as data: data/min-versions.json (schema cmax.min-versions/1), embedded in the
+// binary at build time and replaceable with --min-versions FILE. See docs/min-versions.md.
+
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/result.h"
+#include "core/version.h"
+
+namespace cmax::audit {
+
+struct CveRef {
+  std::string id;
+  std::string severity;
+  std::string summary;
+  std::vector<std::string> fixed;
+};
+
+/// A release train (NVIDIA branch "550", Slurm "23.11") with its own floor.
+struct Train {
+  core::Version train;
+  core::Version floor;
+  std::vector<std::string> cves;
+};
+
+struct ComponentFloor {
+  std::string component;
+  std::string description;
+  std::string kind;  ///< "security" or "lifecycle"
+  std::vector<Train> trains;
+  std::optional<core::Version> floor;  ///< for versions newer than every train, or when none
+  std::vector<CveRef> cves;
+  std::string source;
+  std::string date;
+};
+
+struct KernelCve {
+  std::string id;
+  std::string summary;
+  std::string severity;
+  core::Version introduced;
+  std::vector<core::Version> fixed;           ///< first fixed per stable series, ascending
+  std::map<std::string, std::string> distros;  ///< "debian-12" -> fixed package version
+  std::string source;
+};
+
+struct Floors {
+  std::string updated;
+  std::string origin;  ///< "built-in" or the file path
+  std::vector<ComponentFloor> components;
+  std::vector<KernelCve> kernel_cves;
+
+  const ComponentFloor* find(std::string_view component) const;
+};
+
+/// Parses a min-versions document; errors name `origin` and the entry at fault.
+Result<Floors> parse_floors(std::string_view json_text, std::string origin);
+/// The floors compiled into this binary.
+Result<Floors> builtin_floors();
+/// Reads and parses a min-versions file.
+Result<Floors> load_floors_file(const std::string& path);
+
+/// How an observed version stands against a component's floors.
+struct FloorVerdict {
+  enum class Status { ok, below, unsupported_train };
+  Status status = Status::ok;
+  std::string train;  ///< the matching train, if any
+  std::string floor;  ///< the floor applied ("" for an unsupported train)
+  std::string supported;  ///< for unsupported trains: the trains that are supported
+  std::vector<std::string> cves;  ///< CVEs the floor fixes
+};
+FloorVerdict evaluate_floor(const ComponentFloor& floor, const core::Version& observed);
+
+/// How a running kernel stands against one kernel CVE.
+struct KernelCveVerdict {
+  enum class Status { not_affected, fixed, vulnerable, unknown };
+  Status status = Status::unknown;
+  std::string basis;  ///< "debian-12 package 6.1.76-1 >= 6.1.76-1" or "upstream 6.6.10 < 6.6.15"
+};
+/// `upstream` is the kernel release ("6.1.0-28-amd64"); `distro` e.g. "debian-12" and
+/// `package_version` the distro kernel package version when known.
+KernelCveVerdict evaluate_kernel_cve(const KernelCve& cve, const core::Version& upstream,
+                                     std::string_view distro, std::string_view package_version);
+
+}  // namespace cmax::audit
