@@ -48,6 +48,8 @@ Finding run_check(const Check& check, const CheckContext& ctx) {
       if (v.evidence_source.empty()) v.evidence_source = fact->source;
       if (v.evidence_value.empty())
         v.evidence_value = core::clip(fact->status == FactStatus::present ? fact->value : fact->detail, 300);
+    } else if (v.evidence_source.empty()) {
+      v.evidence_source = fmt::format("cmax: fact {} (not collected)", check.fact);
     }
   }
   if (!check.link.empty() && v.links.empty()) v.links.emplace_back(check.link);

@@ -154,6 +154,8 @@ Verdict pred_version_floor(const CheckContext& ctx, const Check& check) {
       v.expected = fmt::format("a supported train ({})", fv.supported);
       v.reason = fmt::format("{} is on a train with no security fixes listed; supported trains: {}", fact->value,
                              fv.supported);
+      if (distro)
+        v.reason += "; this is a distro package and distros backport fixes, so check the distro's security tracker";
       break;
   }
   return v;

@@ -41,8 +41,7 @@ std::optional<Verdict> need_rdma(const CheckContext& ctx) {
     return verdict(Outcome::unverified, {}, {}, fmt::format("could not list RDMA devices: {}", f->detail));
   auto n = core::parse_uint(f->value);
   if (!n) return verdict(Outcome::unverified, f->value, {}, "RDMA device count unparseable");
-  if (*n == 0)
-    return verdict(Outcome::not_applicable, "no RDMA device", {}, "no RDMA device in /sys/class/infiniband");
+  if (*n == 0) return verdict(Outcome::not_applicable, "no RDMA device", {}, "no RDMA device in /sys/class/infiniband");
   return std::nullopt;
 }
 
@@ -60,7 +59,8 @@ std::optional<Verdict> guard_nccl_conf(const CheckContext& ctx, const Check&) {
 // check.param names an NCCL variable that the node-wide file must leave to NCCL's tuner.
 Verdict pred_not_forced(const CheckContext& ctx, const Check& check) {
   const Fact* f = nccl_setting(ctx, check.param);
-  if (!f || f->status != FactStatus::present)
+  // NCCL treats an empty value as unset.
+  if (!f || f->status != FactStatus::present || core::trim(f->value).empty())
     return verdict(Outcome::pass, fmt::format("{} not set", check.param), "not set in /etc/nccl.conf",
                    "NCCL chooses per collective, message size and topology");
   std::string observed = fmt::format("{}={}", check.param, f->value);
@@ -82,8 +82,9 @@ std::optional<Verdict> guard_roce(const CheckContext& ctx, const Check&) {
   if (auto g = need_rdma(ctx)) return g;
   const Fact* roce = ctx.facts.find("rdma.roce");
   if (!roce || roce->status != FactStatus::present)
-    return verdict(Outcome::unverified, {}, {},
-                   fmt::format("cannot tell RoCE from InfiniBand: {}", roce ? roce->detail : "rdma.roce not collected"));
+    return verdict(
+        Outcome::unverified, {}, {},
+        fmt::format("cannot tell RoCE from InfiniBand: {}", roce ? roce->detail : "rdma.roce not collected"));
   if (roce->value != "yes")
     return verdict(Outcome::not_applicable, "no RoCE port", {},
                    fmt::format("every RDMA port is {}; GID index selection is a RoCE matter",
@@ -106,8 +107,9 @@ Verdict pred_gid_index(const CheckContext& ctx, const Check& check) {
   bool ok = core::trim(f->value) == "3";
   return with_evidence(
       verdict(ok ? Outcome::pass : Outcome::warn, fmt::format("{}={}", check.param, f->value), expected,
-              ok ? "" : "GID index 3 is the RoCEv2 IPv4 GID in the default mlx5 GID table; another index "
-                        "usually means RoCEv1 or a link-local address"),
+              ok ? ""
+                 : "GID index 3 is the RoCEv2 IPv4 GID in the default mlx5 GID table; another index "
+                   "usually means RoCEv1 or a link-local address"),
       f, check.param);
 }
 
@@ -193,11 +195,12 @@ Verdict pred_nccl_list_present(const CheckContext& ctx, const Check& check) {
   std::string observed = fmt::format("{}={}", check.param, f->value);
   std::string present(ctx.facts.value_or(check.fact));
   auto devices = core::split_any(present, " ");
-  std::string expected = "every listed name matches a device on this node";
+  bool hca = check.fact == "rdma.devices";
+  std::string expected = hca ? "every listed name matches an RDMA device" : "a listed name matches an interface";
   if (list.exclude)
-    return with_evidence(verdict(Outcome::pass, observed, expected,
-                                 "an exclusion list: names that are absent exclude nothing"),
-                         f, check.param);
+    return with_evidence(
+        verdict(Outcome::pass, observed, expected, "an exclusion list: names that are absent exclude nothing"), f,
+        check.param);
   std::vector<std::string> missing;
   for (const auto& name : list.names) {
     bool found = false;
@@ -205,7 +208,6 @@ Verdict pred_nccl_list_present(const CheckContext& ctx, const Check& check) {
     if (!found) missing.push_back(name);
   }
   std::string have = present.empty() ? std::string("none") : present;
-  bool hca = check.fact == "rdma.devices";
   Outcome outcome = Outcome::pass;
   std::string reason;
   if (!list.names.empty() && missing.size() == list.names.size()) {
@@ -214,9 +216,10 @@ Verdict pred_nccl_list_present(const CheckContext& ctx, const Check& check) {
                  : fmt::format("no interface matches (present: {}); NCCL cannot bootstrap", have);
   } else if (!missing.empty() && hca) {
     outcome = Outcome::warn;
-    reason = fmt::format("{} match no RDMA device (present: {}); jobs lose those rails", fmt::join(missing, ", "), have);
+    reason =
+        fmt::format("no RDMA device matches {} (present: {}); jobs lose those rails", fmt::join(missing, ", "), have);
   } else if (!missing.empty()) {
-    reason = fmt::format("{} match nothing here, other entries do (present: {})", fmt::join(missing, ", "), have);
+    reason = fmt::format("nothing here matches {}, other entries do (present: {})", fmt::join(missing, ", "), have);
   }
   return with_evidence(verdict(outcome, observed, expected, reason), f, check.param);
 }
@@ -255,8 +258,7 @@ Verdict pred_hca_naming(const CheckContext& ctx, const Check& check) {
   }
   std::string expected = "one scheme: kernel (mlx5_N) or persistent (ibpXsY / rocepXsYfZ)";
   if (schemes.size() <= 1)
-    return verdict(Outcome::pass, names, expected,
-                   schemes.empty() ? "" : fmt::format("{} names", *schemes.begin()));
+    return verdict(Outcome::pass, names, expected, schemes.empty() ? "" : fmt::format("{} names", *schemes.begin()));
   return verdict(Outcome::warn, fmt::format("{}", fmt::join(labelled, ", ")), expected,
                  "mixed naming: some devices were renamed by udev and some not, so NCCL_IB_HCA and job scripts "
                  "cannot name the same rails on every node");
@@ -356,18 +358,19 @@ Verdict pred_iommu_passthrough(const CheckContext& ctx, const Check& check) {
   std::string expected = "IOMMU off or passthrough (iommu=pt)";
   std::string_view virt = ctx.facts.value_or("host.virtualized", "unknown");
   if (virt == "yes" && mode != "passthrough")
-    return verdict(Outcome::not_applicable, mode, expected,
-                   fmt::format("a virtual machine: the hypervisor's IOMMU decides GPUDirect bandwidth ({})", f->detail));
+    return verdict(
+        Outcome::not_applicable, mode, expected,
+        fmt::format("a virtual machine: the hypervisor's IOMMU decides GPUDirect bandwidth ({})", f->detail));
   std::string note = virt == "unknown" ? "; could not tell a VM from bare metal" : "";
-  if (mode == "off" || mode == "passthrough")
-    return verdict(Outcome::pass, mode, expected, f->detail + note);
+  if (mode == "off" || mode == "passthrough") return verdict(Outcome::pass, mode, expected, f->detail + note);
   if (mode == "translated")
     return verdict(Outcome::warn, mode, expected,
                    fmt::format("DMA from GPUs and NICs goes through IOMMU translation, which costs GPUDirect RDMA "
-                               "bandwidth and IOTLB misses ({}){}", f->detail, note));
-  return verdict(Outcome::unverified, mode, expected,
-                 fmt::format("the IOMMU is on but neither the groups' types nor the command line show its mode ({})",
-                             f->detail));
+                               "bandwidth and IOTLB misses ({}){}",
+                               f->detail, note));
+  return verdict(
+      Outcome::unverified, mode, expected,
+      fmt::format("the IOMMU is on but neither the groups' types nor the command line show its mode ({})", f->detail));
 }
 
 std::optional<Verdict> guard_acs(const CheckContext& ctx, const Check& check) {

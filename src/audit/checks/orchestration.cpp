@@ -2,10 +2,10 @@
 // placement they asked for, and users have containers, modules and MPI. ClusterMAX category
 // "Orchestration".
 
-#include <initializer_list>
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+
+#include <initializer_list>
 
 #include "audit/checks/generic.h"
 #include "audit/checks/tables.h"
@@ -76,10 +76,10 @@ Verdict pred_healthcheck_program(const CheckContext& ctx, const Check& check) {
                    "HealthCheckProgram is not set: slurmd never checks the node, so a node with a failed GPU keeps "
                    "taking jobs");
   std::string base = core::to_lower(program.substr(program.rfind('/') + 1));
-  std::string_view kind = base.starts_with("nhc")           ? "LBNL NHC"
+  std::string_view kind = base.starts_with("nhc")                  ? "LBNL NHC"
                           : base.find("dcgm") != std::string::npos ? "DCGM diagnostics"
-                          : base.starts_with("cmax")         ? "cmax health checks"
-                                                             : "";
+                          : base.starts_with("cmax")               ? "cmax health checks"
+                                                                   : "";
   const Fact* installed = ctx.facts.find("slurm.healthcheck_program.installed");
   if (installed && installed->status == FactStatus::absent)
     return verdict(Outcome::fail, program, std::string(kExpected),
@@ -101,13 +101,15 @@ Verdict pred_healthcheck_interval(const CheckContext& ctx, const Check& check) {
   std::string expected = fmt::format("1..{} s", kMaxHealthCheckInterval_s);
   auto seconds = core::parse_int(raw);
   if (!seconds || *seconds < 0)
-    return verdict(Outcome::unverified, raw, expected, fmt::format("HealthCheckInterval '{}' is not a number of seconds", raw));
+    return verdict(Outcome::unverified, raw, expected,
+                   fmt::format("HealthCheckInterval '{}' is not a number of seconds", raw));
   if (*seconds == 0)
     return verdict(Outcome::fail, set ? "0" : "not set (0)", expected,
                    "the health check runs only when slurmd starts, never while the node is in service");
   if (*seconds > kMaxHealthCheckInterval_s)
-    return verdict(Outcome::warn, fmt::format("{} s", *seconds), expected,
-                   fmt::format("a failed GPU can keep taking jobs for up to {} s before the check drains it", *seconds));
+    return verdict(
+        Outcome::warn, fmt::format("{} s", *seconds), expected,
+        fmt::format("a failed GPU can keep taking jobs for up to {} s before the check drains it", *seconds));
   return verdict(Outcome::pass, fmt::format("{} s", *seconds), expected);
 }
 
@@ -116,10 +118,10 @@ Verdict pred_topology(const CheckContext& ctx, const Check& check) {
   if (auto u = unreadable(ctx, {"slurm.topology_yaml", "slurm.topology_conf"})) return *u;
   if (const Fact* yaml = ctx.facts.find("slurm.topology_yaml"); yaml && yaml->status == FactStatus::present) {
     bool placed = list_has(yaml->value, "tree") || list_has(yaml->value, "block");
-    return with_evidence(verdict(placed ? Outcome::pass : Outcome::warn, fmt::format("topology.yaml: {}", yaml->value),
-                                 std::string(kExpected),
-                                 placed ? "" : "topology.yaml defines no tree or block topology"),
-                         yaml->source, yaml->value);
+    return with_evidence(
+        verdict(placed ? Outcome::pass : Outcome::warn, fmt::format("topology.yaml: {}", yaml->value),
+                std::string(kExpected), placed ? "" : "topology.yaml defines no tree or block topology"),
+        yaml->source, yaml->value);
   }
   std::string plugin = lower_value(ctx, check.fact);
   bool tree = plugin == "topology/tree", block = plugin == "topology/block";
@@ -144,14 +146,15 @@ Verdict pred_accounting(const CheckContext& ctx, const Check& check) {
   if (auto u = unreadable(ctx, {"slurm.tool.sacct", "slurm.conf.JobAcctGatherType"})) return *u;
   std::string storage = lower_value(ctx, check.fact);
   std::string gather = lower_value(ctx, "slurm.conf.JobAcctGatherType");
-  std::string observed = fmt::format("AccountingStorageType={}, JobAcctGatherType={}", storage.empty() ? "unset" : storage,
-                                     gather.empty() ? "unset" : gather);
+  std::string observed = fmt::format("AccountingStorageType={}, JobAcctGatherType={}",
+                                     storage.empty() ? "unset" : storage, gather.empty() ? "unset" : gather);
   constexpr std::string_view kExpected = "accounting_storage/slurmdbd, a jobacct_gather plugin and sacct";
   if (storage.empty() || storage == "accounting_storage/none")
     return verdict(Outcome::fail, observed, std::string(kExpected),
                    "no job accounting: sacct has nothing to show and usage cannot be audited or billed");
   if (!ctx.facts.is_present("slurm.tool.sacct"))
-    return verdict(Outcome::warn, observed, std::string(kExpected), "accounting is stored, but sacct is not on PATH here");
+    return verdict(Outcome::warn, observed, std::string(kExpected),
+                   "accounting is stored, but sacct is not on PATH here");
   if (gather.empty() || gather == "jobacct_gather/none")
     return verdict(Outcome::warn, observed, std::string(kExpected),
                    "jobacct_gather/none: jobs are recorded without their CPU and memory usage");
@@ -164,7 +167,8 @@ Verdict pred_client_tools(const CheckContext& ctx, const Check&) {
     std::string key = fmt::format("slurm.tool.{}", tool);
     (ctx.facts.is_present(key) ? found : missing).emplace_back(tool);
   }
-  if (missing.empty()) return verdict(Outcome::pass, fmt::format("{}", fmt::join(found, " ")), "sinfo squeue srun sbatch");
+  if (missing.empty())
+    return verdict(Outcome::pass, fmt::format("{}", fmt::join(found, " ")), "sinfo squeue srun sbatch");
   return verdict(Outcome::fail, fmt::format("missing: {}", fmt::join(missing, " ")), "sinfo squeue srun sbatch",
                  "users cannot see the queue or submit work from this node");
 }
@@ -176,9 +180,11 @@ Verdict pred_cgroup_devices(const CheckContext& ctx, const Check& check) {
   std::string devices = lower_value(ctx, check.fact);
   std::vector<std::string> problems;
   // Recent Slurm releases default ProctrackType to proctrack/cgroup, so unset is not a problem.
-  if (!proctrack.empty() && proctrack != "proctrack/cgroup") problems.push_back(fmt::format("ProctrackType={}", proctrack));
+  if (!proctrack.empty() && proctrack != "proctrack/cgroup")
+    problems.push_back(fmt::format("ProctrackType={}", proctrack));
   if (!list_has(task, "task/cgroup"))
-    problems.push_back(task.empty() ? "TaskPlugin unset (task/none)" : fmt::format("TaskPlugin={} lacks task/cgroup", task));
+    problems.push_back(task.empty() ? "TaskPlugin unset (task/none)"
+                                    : fmt::format("TaskPlugin={} lacks task/cgroup", task));
   if (devices != "yes") {
     const Fact* f = ctx.facts.find(check.fact);
     problems.push_back(ctx.facts.is_present(check.fact) ? fmt::format("ConstrainDevices={}", devices)
@@ -200,20 +206,22 @@ Verdict pred_gres_gpu(const CheckContext& ctx, const Check& check) {
   constexpr std::string_view kExpected = "GresTypes with gpu and a gres.conf naming the GPUs";
   if (!list_has(types, "gpu"))
     return verdict(Outcome::fail, types.empty() ? "GresTypes unset" : fmt::format("GresTypes={}", types),
-                   std::string(kExpected), "jobs cannot ask for GPUs (--gpus, --gres=gpu) and Slurm does not bind them");
+                   std::string(kExpected),
+                   "jobs cannot ask for GPUs (--gpus, --gres=gpu) and Slurm does not bind them");
   const Fact* conf = ctx.facts.find("slurm.gres_conf");
   if (conf->status != FactStatus::present)
-    return with_evidence(verdict(Outcome::fail, fmt::format("GresTypes={}, no gres.conf", types), std::string(kExpected),
-                                 fmt::format("{}: slurmd cannot tell which device files are GPUs", conf->detail)),
-                         conf->source, conf->detail);
+    return with_evidence(
+        verdict(Outcome::fail, fmt::format("GresTypes={}, no gres.conf", types), std::string(kExpected),
+                fmt::format("{}: slurmd cannot tell which device files are GPUs", conf->detail)),
+        conf->source, conf->detail);
   const Fact* gpus = ctx.facts.find("slurm.gres_conf.gpus");
   if (gpus->status != FactStatus::present)
     return with_evidence(verdict(Outcome::warn, fmt::format("GresTypes={}, gres.conf without GPUs", types),
                                  std::string(kExpected), gpus->detail),
                          conf->source, gpus->detail);
-  return with_evidence(verdict(Outcome::pass, fmt::format("GresTypes={}, gres.conf: {}", types, gpus->value),
-                               std::string(kExpected)),
-                       conf->source, gpus->value);
+  return with_evidence(
+      verdict(Outcome::pass, fmt::format("GresTypes={}, gres.conf: {}", types, gpus->value), std::string(kExpected)),
+      conf->source, gpus->value);
 }
 
 Verdict pred_select_type(const CheckContext& ctx, const Check& check) {
@@ -238,7 +246,8 @@ Verdict pred_slurmd(const CheckContext& ctx, const Check& check) {
 }
 
 Verdict pred_enroot(const CheckContext& ctx, const Check& check) {
-  if (ctx.facts.is_present(check.fact)) return verdict(Outcome::pass, std::string(ctx.facts.value_or(check.fact)), "installed");
+  if (ctx.facts.is_present(check.fact))
+    return verdict(Outcome::pass, std::string(ctx.facts.value_or(check.fact)), "installed");
   const Fact* f = ctx.facts.find(check.fact);
   if (ctx.facts.is_present("slurm.pyxis"))
     return verdict(Outcome::fail, "missing", "installed",
@@ -249,9 +258,11 @@ Verdict pred_enroot(const CheckContext& ctx, const Check& check) {
 }
 
 Verdict pred_pyxis(const CheckContext& ctx, const Check& check) {
-  if (ctx.facts.is_present(check.fact)) return verdict(Outcome::pass, std::string(ctx.facts.value_or(check.fact)), "loaded");
-  return verdict(Outcome::warn, "not loaded", "loaded",
-                 fmt::format("{}: users cannot run containers with srun --container-image", ctx.facts.find(check.fact)->detail));
+  if (ctx.facts.is_present(check.fact))
+    return verdict(Outcome::pass, std::string(ctx.facts.value_or(check.fact)), "loaded");
+  return verdict(
+      Outcome::warn, "not loaded", "loaded",
+      fmt::format("{}: users cannot run containers with srun --container-image", ctx.facts.find(check.fact)->detail));
 }
 
 Verdict pred_sudo(const CheckContext& ctx, const Check& check) {
@@ -264,99 +275,222 @@ Verdict pred_sudo(const CheckContext& ctx, const Check& check) {
 constexpr std::string_view kSlurmConfDoc = "https://slurm.schedmd.com/slurm.conf.html";
 
 const Check kChecks[] = {
-    {"orchestration.slurm.healthcheck_program", Category::orchestration, Severity::config, false, kNode,
+    {"orchestration.slurm.healthcheck_program",
+     Category::orchestration,
+     Severity::config,
+     false,
+     kNode,
      "Slurm runs a GPU health check (NHC or DCGM)",
      "Orchestration: DCGM or NHC wired into Slurm HealthCheckProgram so bad nodes drain themselves",
      "Reads HealthCheckProgram from slurm.conf and checks that the program exists and is NHC, a DCGM "
      "diagnostic script or cmax.",
      "Install NHC (or a dcgmi diag wrapper) and set HealthCheckProgram=/usr/sbin/nhc in slurm.conf.",
-     guard_slurm_conf, pred_healthcheck_program, "slurm.conf.HealthCheckProgram", {}, {},
+     guard_slurm_conf,
+     pred_healthcheck_program,
+     "slurm.conf.HealthCheckProgram",
+     {},
+     {},
      "https://github.com/mej/nhc"},
-    {"orchestration.slurm.healthcheck_interval", Category::orchestration, Severity::config, false, kNode,
+    {"orchestration.slurm.healthcheck_interval",
+     Category::orchestration,
+     Severity::config,
+     false,
+     kNode,
      "Slurm health check runs at least every 5 minutes",
      "Orchestration: health checks run continuously, not only at boot",
      "Reads HealthCheckInterval (seconds; 0 or unset means only at slurmd start).",
-     "Set HealthCheckInterval=300 (or less) and HealthCheckNodeState=ANY in slurm.conf.", guard_slurm_conf,
-     pred_healthcheck_interval, "slurm.conf.HealthCheckInterval", {}, {}, kSlurmConfDoc},
-    {"orchestration.slurm.topology", Category::orchestration, Severity::config, false, kNode,
+     "Set HealthCheckInterval=300 (or less) and HealthCheckNodeState=ANY in slurm.conf.",
+     guard_slurm_conf,
+     pred_healthcheck_interval,
+     "slurm.conf.HealthCheckInterval",
+     {},
+     {},
+     kSlurmConfDoc},
+    {"orchestration.slurm.topology",
+     Category::orchestration,
+     Severity::config,
+     false,
+     kNode,
      "Slurm knows the network topology",
      "Orchestration: Slurm topology.conf (topology-aware placement; block topology for NVL72)",
      "Reads TopologyPlugin and topology.conf (or topology.yaml) beside slurm.conf: topology/tree needs SwitchName "
      "lines, topology/block (GB200/GB300 NVL72 racks) BlockName lines.",
      "Generate topology.conf from the fabric (e.g. slurmibtopology, or ibnetdiscover) and set "
      "TopologyPlugin=topology/tree; use topology/block with one block per NVL72 rack.",
-     guard_slurm_conf, pred_topology, "slurm.conf.TopologyPlugin", {}, {}, "https://slurm.schedmd.com/topology.html"},
-    {"orchestration.slurm.accounting", Category::orchestration, Severity::config, false, kNode,
-     "Slurm job accounting is on and sacct works", "Orchestration: sacct works (job accounting via slurmdbd)",
+     guard_slurm_conf,
+     pred_topology,
+     "slurm.conf.TopologyPlugin",
+     {},
+     {},
+     "https://slurm.schedmd.com/topology.html"},
+    {"orchestration.slurm.accounting",
+     Category::orchestration,
+     Severity::config,
+     false,
+     kNode,
+     "Slurm job accounting is on and sacct works",
+     "Orchestration: sacct works (job accounting via slurmdbd)",
      "Reads AccountingStorageType and JobAcctGatherType from slurm.conf and looks for sacct on PATH.",
      "Run slurmdbd, set AccountingStorageType=accounting_storage/slurmdbd and "
      "JobAcctGatherType=jobacct_gather/cgroup, and install the Slurm client tools.",
-     guard_slurm_conf, pred_accounting, "slurm.conf.AccountingStorageType", {}, {},
+     guard_slurm_conf,
+     pred_accounting,
+     "slurm.conf.AccountingStorageType",
+     {},
+     {},
      "https://slurm.schedmd.com/accounting.html"},
     {"orchestration.slurm.client_tools", Category::orchestration, Severity::missing, false, kNode,
      "Slurm client tools are installed", "Orchestration: sinfo, squeue, srun, sbatch work",
      "Looks for sinfo, squeue, srun and sbatch on PATH of a node that has a slurm.conf.",
      "Install the Slurm client package (slurm-client, slurm-wlm-client) matching the cluster's release.",
      guard_slurm_conf, pred_client_tools, "slurm.tool.sinfo"},
-    {"orchestration.slurm.cgroup_devices", Category::orchestration, Severity::config, false, kNode,
+    {"orchestration.slurm.cgroup_devices",
+     Category::orchestration,
+     Severity::config,
+     false,
+     kNode,
      "Slurm confines each job to the GPUs it was given",
      "Orchestration: CUDA_VISIBLE_DEVICES and device isolation enforced by the scheduler",
      "Needs ProctrackType=proctrack/cgroup, task/cgroup in TaskPlugin and ConstrainDevices=yes in cgroup.conf: "
      "only then does the device cgroup stop a job from opening other jobs' GPUs.",
      "Set ProctrackType=proctrack/cgroup and TaskPlugin=task/cgroup,task/affinity in slurm.conf and "
      "ConstrainDevices=yes in cgroup.conf, then restart slurmd.",
-     guard_slurm_conf, pred_cgroup_devices, "slurm.cgroup.ConstrainDevices", {}, {},
+     guard_slurm_conf,
+     pred_cgroup_devices,
+     "slurm.cgroup.ConstrainDevices",
+     {},
+     {},
      "https://slurm.schedmd.com/cgroup.conf.html"},
-    {"orchestration.slurm.gres_gpu", Category::orchestration, Severity::config, false, kNode,
-     "Slurm schedules this node's GPUs as GRES", "Orchestration: GPUs requested and bound through Slurm GRES",
+    {"orchestration.slurm.gres_gpu",
+     Category::orchestration,
+     Severity::config,
+     false,
+     kNode,
+     "Slurm schedules this node's GPUs as GRES",
+     "Orchestration: GPUs requested and bound through Slurm GRES",
      "On a GPU node, GresTypes must list gpu and gres.conf must declare the GPUs (AutoDetect=nvml or Name=gpu).",
      "Add GresTypes=gpu and Gres=gpu:<n> to the NodeName lines, and AutoDetect=nvml to gres.conf.",
-     guard_slurm_gpu, pred_gres_gpu, "slurm.conf.GresTypes", {}, {}, "https://slurm.schedmd.com/gres.html"},
-    {"orchestration.slurm.select_type", Category::orchestration, Severity::config, false, kNode,
-     "Slurm uses the GPU-aware resource selector", "Orchestration: GPU-aware scheduling (select/cons_tres)",
+     guard_slurm_gpu,
+     pred_gres_gpu,
+     "slurm.conf.GresTypes",
+     {},
+     {},
+     "https://slurm.schedmd.com/gres.html"},
+    {"orchestration.slurm.select_type",
+     Category::orchestration,
+     Severity::config,
+     false,
+     kNode,
+     "Slurm uses the GPU-aware resource selector",
+     "Orchestration: GPU-aware scheduling (select/cons_tres)",
      "Reads SelectType: only select/cons_tres supports per-task GPU requests and GPU binding.",
      "Set SelectType=select/cons_tres (with SelectTypeParameters=CR_Core_Memory) and restart slurmctld.",
-     guard_slurm_gpu, pred_select_type, "slurm.conf.SelectType", {}, {}, kSlurmConfDoc},
+     guard_slurm_gpu,
+     pred_select_type,
+     "slurm.conf.SelectType",
+     {},
+     {},
+     kSlurmConfDoc},
     {"orchestration.slurm.slurmd", Category::orchestration, Severity::missing, false, kNode,
      "slurmd runs on this GPU node", "Orchestration: every GPU node is in the Slurm pool",
      "A GPU node with a slurm.conf should run slurmd; otherwise it is out of the pool without anyone draining it.",
      "Start slurmd (systemctl enable --now slurmd) and check it registers (sinfo -N -n <node>).", guard_slurm_gpu,
      pred_slurmd, "proc.slurmd"},
-    {"orchestration.pyxis", Category::orchestration, Severity::missing, false, kNode,
-     "Pyxis lets users run containers through srun", "Orchestration: pyxis + enroot for containers on Slurm",
+    {"orchestration.pyxis",
+     Category::orchestration,
+     Severity::missing,
+     false,
+     kNode,
+     "Pyxis lets users run containers through srun",
+     "Orchestration: pyxis + enroot for containers on Slurm",
      "Looks for a spank_pyxis.so line in plugstack.conf or the files it includes.",
      "Install NVIDIA pyxis built against this Slurm release and add 'required spank_pyxis.so' to plugstack.conf "
      "(or plugstack.conf.d/pyxis.conf, included from plugstack.conf).",
-     guard_slurm_conf, pred_pyxis, "slurm.pyxis", {}, {}, "https://github.com/NVIDIA/pyxis"},
-    {"orchestration.enroot", Category::orchestration, Severity::missing, false, kNode,
-     "enroot is installed", "Orchestration: pyxis + enroot for containers on Slurm",
+     guard_slurm_conf,
+     pred_pyxis,
+     "slurm.pyxis",
+     {},
+     {},
+     "https://github.com/NVIDIA/pyxis"},
+    {"orchestration.enroot",
+     Category::orchestration,
+     Severity::missing,
+     false,
+     kNode,
+     "enroot is installed",
+     "Orchestration: pyxis + enroot for containers on Slurm",
      "enroot is the unprivileged container runtime pyxis drives; without it pyxis cannot start a container.",
-     "Install the enroot (and enroot+caps) packages from NVIDIA's releases.", guard_readable, pred_enroot,
-     "tool.enroot.version", {}, {}, "https://github.com/NVIDIA/enroot"},
-    {"orchestration.apptainer", Category::orchestration, Severity::missing, false, kNode,
-     "Apptainer is installed", "Orchestration: Apptainer available for HPC containers",
+     "Install the enroot (and enroot+caps) packages from NVIDIA's releases.",
+     guard_readable,
+     pred_enroot,
+     "tool.enroot.version",
+     {},
+     {},
+     "https://github.com/NVIDIA/enroot"},
+    {"orchestration.apptainer",
+     Category::orchestration,
+     Severity::missing,
+     false,
+     kNode,
+     "Apptainer is installed",
+     "Orchestration: Apptainer available for HPC containers",
      "Looks for apptainer (or singularity) on PATH or as a package.",
-     "Install Apptainer from the distribution or apptainer.org releases.", guard_readable, pred_present,
-     "tool.apptainer.version", {}, "warn", "https://apptainer.org/docs/admin/main/installation.html"},
-    {"orchestration.lmod", Category::orchestration, Severity::missing, false, kNode,
-     "Lmod environment modules are installed", "Orchestration: Lmod modules for toolchains",
-     "Looks for Lmod's libexec or profile script.", "Install Lmod (apt-get install lmod) and publish module files.",
-     guard_readable, pred_present, "tool.lmod.path", {}, "warn", "https://lmod.readthedocs.io/"},
-    {"orchestration.hpcx", Category::orchestration, Severity::missing, false, kNode,
-     "NVIDIA HPC-X is installed", "Orchestration: HPC-X (UCX, UCC, Open MPI) for GPU jobs",
+     "Install Apptainer from the distribution or apptainer.org releases.",
+     guard_readable,
+     pred_present,
+     "tool.apptainer.version",
+     {},
+     "warn",
+     "https://apptainer.org/docs/admin/main/installation.html"},
+    {"orchestration.lmod",
+     Category::orchestration,
+     Severity::missing,
+     false,
+     kNode,
+     "Lmod environment modules are installed",
+     "Orchestration: Lmod modules for toolchains",
+     "Looks for Lmod's libexec or profile script.",
+     "Install Lmod (apt-get install lmod) and publish module files.",
+     guard_readable,
+     pred_present,
+     "tool.lmod.path",
+     {},
+     "warn",
+     "https://lmod.readthedocs.io/"},
+    {"orchestration.hpcx",
+     Category::orchestration,
+     Severity::missing,
+     false,
+     kNode,
+     "NVIDIA HPC-X is installed",
+     "Orchestration: HPC-X (UCX, UCC, Open MPI) for GPU jobs",
      "Looks for HPC-X under $HPCX_HOME, /opt/hpcx, /opt/nvidia/hpcx or /usr/local/hpcx on a GPU node.",
-     "Install NVIDIA HPC-X matching the OFED/DOCA release and publish it as a module.", guard_gpu_readable,
-     pred_present, "tool.hpcx.path", {}, "warn", "https://developer.nvidia.com/networking/hpc-x"},
+     "Install NVIDIA HPC-X matching the OFED/DOCA release and publish it as a module.",
+     guard_gpu_readable,
+     pred_present,
+     "tool.hpcx.path",
+     {},
+     "warn",
+     "https://developer.nvidia.com/networking/hpc-x"},
     {"orchestration.sudo", Category::orchestration, Severity::config, false, kNode,
      "Tenants can use sudo on their nodes", "Orchestration: tenants have root (sudo) on dedicated nodes",
      "Looks for a NOPASSWD rule in /etc/sudoers or /etc/sudoers.d.",
      "Grant the tenant's admin group passwordless sudo in /etc/sudoers.d on dedicated nodes.", guard_readable,
      pred_sudo, "access.sudo_nopasswd"},
-    {"orchestration.gpu_containers", Category::orchestration, Severity::missing, false, kAnyHarness,
-     "Containers can use the GPUs", "Orchestration: Docker with the NVIDIA container toolkit (or CDI)",
+    {"orchestration.gpu_containers",
+     Category::orchestration,
+     Severity::missing,
+     false,
+     kAnyHarness,
+     "Containers can use the GPUs",
+     "Orchestration: Docker with the NVIDIA container toolkit (or CDI)",
      "On a GPU node, looks for the nvidia runtime in Docker's daemon.json or an NVIDIA CDI spec.",
      "Install nvidia-container-toolkit and run `nvidia-ctk runtime configure` or `nvidia-ctk cdi generate`.",
-     guard_gpu_readable, pred_present, "containers.gpu_runtime", {}, "warn",
+     guard_gpu_readable,
+     pred_present,
+     "containers.gpu_runtime",
+     {},
+     "warn",
      "https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/install-guide.html"},
 };
 

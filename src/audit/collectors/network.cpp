@@ -282,7 +282,8 @@ void collect_iommu(const CollectContext& ctx, Facts& facts, const std::vector<Pc
     why = flag_text;
   }
   if (mode == "unknown" && !known) {
-    facts.error("iommu.mode", "/proc/cmdline", cmdline ? why : (cmdline_err.empty() ? "no /proc/cmdline" : cmdline_err));
+    facts.error("iommu.mode", "/proc/cmdline",
+                cmdline ? why : (cmdline_err.empty() ? "no /proc/cmdline" : cmdline_err));
     return;
   }
   facts.present("iommu.mode", mode, "/proc/cmdline, /sys/kernel/iommu_groups/*/type", why);

@@ -100,8 +100,10 @@ void collect_mounts(const CollectContext& ctx, Facts& facts) {
   std::string err;
   auto text = read_optional(ctx, "/proc/mounts", &err, 16u << 20);
   if (!text) {
-    if (err.empty()) facts.absent("storage.mounts", "/proc/mounts", "no /proc/mounts (image without procfs)");
-    else facts.error("storage.mounts", "/proc/mounts", err);
+    // Without the mount table nothing is known about mounts: an error, not "none mounted".
+    std::string why = err.empty() ? "no /proc/mounts (an image without procfs): mounts are unknown" : err;
+    for (const char* key : {"storage.fs_types", "storage.shared_mounts", "storage.nfs_soft_mounts"})
+      facts.error(key, "/proc/mounts", why);
     return;
   }
   static constexpr std::string_view kShared[] = {"nfs", "nfs4", "lustre", "gpfs", "wekafs", "beegfs",

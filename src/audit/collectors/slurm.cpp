@@ -1,10 +1,10 @@
 // Slurm: where slurm.conf is, the settings the orchestration checks judge, the files Slurm keeps
 // beside it (topology, cgroup, gres, plugstack) and the client tools on PATH.
 
-#include <set>
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+
+#include <set>
 
 #include "audit/collectors/collector.h"
 #include "audit/parse/kv_conf.h"
@@ -23,9 +23,9 @@ constexpr std::string_view kConfPaths[] = {"/etc/slurm/slurm.conf", "/etc/slurm-
 
 // slurm.conf settings recorded as "slurm.conf.<Key>" (present when set, absent when not).
 constexpr std::string_view kKeys[] = {
-    "HealthCheckProgram", "HealthCheckInterval", "HealthCheckNodeState", "TopologyPlugin",
-    "AccountingStorageType", "JobAcctGatherType", "ProctrackType", "TaskPlugin", "GresTypes",
-    "Prolog", "PrologFlags", "SelectType", "SlurmctldHost"};
+    "HealthCheckProgram", "HealthCheckInterval", "HealthCheckNodeState", "TopologyPlugin", "AccountingStorageType",
+    "JobAcctGatherType",  "ProctrackType",       "TaskPlugin",           "GresTypes",      "Prolog",
+    "PrologFlags",        "SelectType",          "SlurmctldHost"};
 
 constexpr std::string_view kClientTools[] = {"sinfo", "squeue", "srun", "sbatch", "sacct", "scontrol"};
 
@@ -36,9 +36,9 @@ struct ConfEntry {
 };
 
 struct LoadedConf {
-  std::vector<ConfEntry> entries;      // in file order, includes inline
-  std::vector<std::string> included;   // files read through Include
-  std::vector<std::string> problems;   // Include lines not followed: the settings may be incomplete
+  std::vector<ConfEntry> entries;     // in file order, includes inline
+  std::vector<std::string> included;  // files read through Include
+  std::vector<std::string> problems;  // Include lines not followed: the settings may be incomplete
 };
 
 std::string dir_of(std::string_view path) {
@@ -57,8 +57,7 @@ std::string_view strip_comment(std::string_view line) { return line.substr(0, li
 // "Include nodes.conf" (any case) -> "nodes.conf"; nullopt for every other line.
 std::optional<std::string_view> include_target(std::string_view line) {
   auto t = core::trim(strip_comment(line));
-  if (t.size() < 9 || core::to_lower(t.substr(0, 7)) != "include" || (t[7] != ' ' && t[7] != '\t'))
-    return std::nullopt;
+  if (t.size() < 9 || core::to_lower(t.substr(0, 7)) != "include" || (t[7] != ' ' && t[7] != '\t')) return std::nullopt;
   return core::unquote(core::trim(t.substr(8)));
 }
 
@@ -78,13 +77,13 @@ void parse_conf_into(const CollectContext& ctx, std::string_view text, const std
     if (auto target = include_target(line)) {
       std::string where = fmt::format("{}:{}", path, n);
       if (!is_simple_path(*target)) {
-        out.problems.push_back(fmt::format("{}: Include {} not followed (patterns and variables are not expanded)",
-                                           where, *target));
+        out.problems.push_back(fmt::format(
+            "{}: Include {} not followed (only plain file names are; no patterns, variables or ..)", where, *target));
         continue;
       }
       if (depth >= kMaxIncludeDepth) {
-        out.problems.push_back(fmt::format("{}: Include {} not followed (nested deeper than {})", where, *target,
-                                           kMaxIncludeDepth));
+        out.problems.push_back(
+            fmt::format("{}: Include {} not followed (nested deeper than {})", where, *target, kMaxIncludeDepth));
         continue;
       }
       std::string inc = target->front() == '/' ? std::string(*target) : core::join_path(conf_dir, *target);
@@ -112,8 +111,7 @@ std::vector<const ConfEntry*> entries_named(const LoadedConf& conf, std::string_
 }
 
 void record_keys(const LoadedConf& conf, const std::string& path, Facts& facts) {
-  std::string incomplete = conf.problems.empty() ? std::string()
-                                                 : fmt::format("{}", fmt::join(conf.problems, "; "));
+  std::string incomplete = conf.problems.empty() ? std::string() : fmt::format("{}", fmt::join(conf.problems, "; "));
   for (auto key : kKeys) {
     std::string fact = fmt::format("slurm.conf.{}", key);
     auto found = entries_named(conf, key);
@@ -185,8 +183,10 @@ void collect_topology(const CollectContext& ctx, const std::string& dir, Facts& 
   auto text = read_optional(ctx, conf, &err, kMaxConfBytes);
   if (!text) {
     for (std::string_view key : {"slurm.topology_conf", "slurm.topology_conf.switches", "slurm.topology_conf.blocks"}) {
-      if (err.empty()) facts.absent(std::string(key), conf, fmt::format("no {}", conf));
-      else facts.error(std::string(key), conf, err);
+      if (err.empty())
+        facts.absent(std::string(key), conf, fmt::format("no {}", conf));
+      else
+        facts.error(std::string(key), conf, err);
     }
     return;
   }
@@ -207,8 +207,10 @@ void collect_cgroup(const CollectContext& ctx, const std::string& dir, Facts& fa
   std::string err;
   auto text = read_optional(ctx, path, &err, kMaxConfBytes);
   if (!text) {
-    if (err.empty()) facts.absent(std::string(kKey), path, fmt::format("no {} (ConstrainDevices defaults to no)", path));
-    else facts.error(std::string(kKey), path, err);
+    if (err.empty())
+      facts.absent(std::string(kKey), path, fmt::format("no {} (ConstrainDevices defaults to no)", path));
+    else
+      facts.error(std::string(kKey), path, err);
     return;
   }
   auto entries = parse_kv_conf(*text);
@@ -245,8 +247,10 @@ void collect_gres(const CollectContext& ctx, const std::string& dir, Facts& fact
   auto text = read_optional(ctx, path, &err, kMaxConfBytes);
   if (!text) {
     for (std::string_view key : {"slurm.gres_conf", "slurm.gres_conf.gpus"}) {
-      if (err.empty()) facts.absent(std::string(key), path, fmt::format("no {}", path));
-      else facts.error(std::string(key), path, err);
+      if (err.empty())
+        facts.absent(std::string(key), path, fmt::format("no {}", path));
+      else
+        facts.error(std::string(key), path, err);
     }
     return;
   }
@@ -352,8 +356,11 @@ void collect_pyxis(const CollectContext& ctx, const std::string& dir, Facts& out
   auto text = read_optional(ctx, path, &err, kMaxConfBytes);
   std::set<std::string> read{path};
   if (!text) {
-    if (!err.empty()) out.error(std::string(kKey), path, err);
-    else out.absent(std::string(kKey), path, fmt::format("no {}: no SPANK plugin is configured{}", path, orphan_pyxis(ctx, dir, read)));
+    if (!err.empty())
+      out.error(std::string(kKey), path, err);
+    else
+      out.absent(std::string(kKey), path,
+                 fmt::format("no {}: no SPANK plugin is configured{}", path, orphan_pyxis(ctx, dir, read)));
     return;
   }
   SpankScan top = scan_plugstack(*text);
@@ -373,16 +380,19 @@ void collect_pyxis(const CollectContext& ctx, const std::string& dir, Facts& out
       }
       SpankScan s = scan_plugstack(*inc);
       if (!s.pyxis.empty()) {
-        out.present(std::string(kKey), s.pyxis, fmt::format("{}:{}", file, s.pyxis_line), fmt::format("included from {}", path));
+        out.present(std::string(kKey), s.pyxis, fmt::format("{}:{}", file, s.pyxis_line),
+                    fmt::format("included from {}", path));
         return;
       }
     }
   }
   if (!problems.empty())
-    out.error(std::string(kKey), path, fmt::format("no pyxis line in the files read, but {}", fmt::join(problems, "; ")));
+    out.error(std::string(kKey), path,
+              fmt::format("no pyxis line in the files read, but {}", fmt::join(problems, "; ")));
   else
-    out.absent(std::string(kKey), path,
-               fmt::format("no spank_pyxis.so line in {} or the files it includes{}", path, orphan_pyxis(ctx, dir, read)));
+    out.absent(
+        std::string(kKey), path,
+        fmt::format("no spank_pyxis.so line in {} or the files it includes{}", path, orphan_pyxis(ctx, dir, read)));
 }
 
 void collect_client_tools(const CollectContext& ctx, Facts& facts) {
@@ -430,7 +440,8 @@ void collect_slurm(const CollectContext& ctx, Facts& facts) {
   std::string err;
   auto text = read_optional(ctx, found->path, &err, kMaxConfBytes);
   if (!text) {
-    facts.error("slurm.conf.path", found->path, err.empty() ? fmt::format("{} vanished while being read", found->path) : err);
+    facts.error("slurm.conf.path", found->path,
+                err.empty() ? fmt::format("{} vanished while being read", found->path) : err);
     return;
   }
   facts.present("slurm.conf.path", found->path, found->path, found->how);

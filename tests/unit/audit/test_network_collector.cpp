@@ -18,10 +18,10 @@ std::string acs_config(std::uint16_t ctl) {
   auto put = [&](std::size_t at, std::uint32_t v, int n) {
     for (int i = 0; i < n; ++i) c[at + i] = static_cast<char>((v >> (8 * i)) & 0xFF);
   };
-  put(0x00, 0xc0301000, 4);                    // Broadcom PEX switch port
-  put(0x08, 0x06040000, 4);                    // class 0x060400
+  put(0x00, 0xc0301000, 4);                             // Broadcom PEX switch port
+  put(0x08, 0x06040000, 4);                             // class 0x060400
   put(0x100, 0x0001 | (2u << 16) | (0x148u << 20), 4);  // AER v2 -> 0x148
-  put(0x148, 0x000D | (1u << 16), 4);          // ACS v1, end of list
+  put(0x148, 0x000D | (1u << 16), 4);                   // ACS v1, end of list
   put(0x14c, 0x005f, 2);
   put(0x14e, ctl, 2);
   return c;

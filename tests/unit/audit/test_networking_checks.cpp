@@ -99,6 +99,12 @@ TEST(NetworkingChecks, ForcedAlgoFails) {
   EXPECT_FALSE(r.remediation.empty());
 }
 
+TEST(NetworkingChecks, EmptyValueIsNotForcing) {
+  Facts f = ib_gpu_node();
+  f.present("nccl.conf.NCCL_PROTO", "", "/etc/nccl.conf:1");
+  EXPECT_EQ(outcome_of("networking.nccl_conf.no_forced_proto", f), Outcome::pass);
+}
+
 TEST(NetworkingChecks, ExcludingAnAlgoWarns) {
   Facts f = ib_gpu_node();
   f.present("nccl.conf.NCCL_ALGO", "^NVLS", "/etc/nccl.conf:1");

@@ -1,9 +1,9 @@
-#include "audit/parse/pci_config.h"
-
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <string>
+
+#include "audit/parse/pci_config.h"
 
 namespace cmax::audit {
 namespace {
@@ -228,9 +228,9 @@ TEST(PciConfig, UpstreamChainFromTheSysfsPath) {
 }
 
 TEST(PciConfig, ResolvesRelativeSysfsLinks) {
-  EXPECT_EQ(resolve_link_target("/sys/bus/pci/devices/0000:01:00.0",
-                                "../../../devices/pci0000:00/0000:00:01.0/0000:01:00.0"),
-            "/sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0");
+  EXPECT_EQ(
+      resolve_link_target("/sys/bus/pci/devices/0000:01:00.0", "../../../devices/pci0000:00/0000:00:01.0/0000:01:00.0"),
+      "/sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0");
   EXPECT_EQ(resolve_link_target("/sys/bus/pci/devices/x", "/sys/devices/./pci0000:00//0000:00:02.0"),
             "/sys/devices/pci0000:00/0000:00:02.0");
   EXPECT_EQ(resolve_link_target("/a/b", "../../../../c"), "/c");

@@ -1,0 +1,88 @@
+#include <gtest/gtest.h>
+
+#include "audit/floors.h"
+#include "support/temp_host.h"
+
+using namespace cmax::audit;
+using cmax::core::parse_version;
+
+namespace {
+
+const char* kDoc = R"({
+  "schema": "cmax.min-versions/1", "updated": "2026-12-01",
+  "components": [
+    {"component": "runc", "description": "d", "kind": "security",
+     "trains": [{"train": "1.3", "floor": "1.3.6", "cves": ["CVE-A"]}, {"train": "1.4", "floor": "1.4.3", "cves": ["CVE-B"]}],
+     "floor": "1.5.0", "cves": [{"id": "CVE-A", "severity": "high", "summary": "s", "fixed": ["1.3.6"]}],
+     "source": "https://example.invalid/runc", "date": "2026-06-22"},
+    {"component": "munge", "kind": "security", "trains": [], "floor": "0.5.18", "cves": [], "source": "", "date": ""}
+  ],
+  "kernel_cves": [
+    {"id": "CVE-2024-1086", "summary": "nf_tables", "severity": "high", "introduced": "3.15",
+     "fixed": ["5.15.149", "6.1.76", "6.6.15", "6.8"], "distros": {"debian-12": "6.1.76-1"}, "source": "s"}
+  ]})";
+
+FloorVerdict judge(const Floors& f, const char* component, const char* version) {
+  return evaluate_floor(*f.find(component), *parse_version(version));
+}
+
+}  // namespace
+
+TEST(Floors, TrainsFloorsAndUnsupportedTrains) {
+  auto f = parse_floors(kDoc, "test");
+  ASSERT_TRUE(f) << f.error().message;
+  EXPECT_EQ(judge(*f, "runc", "1.3.5").status, FloorVerdict::Status::below);
+  EXPECT_EQ(judge(*f, "runc", "1.3.5").floor, "1.3.6");
+  EXPECT_EQ(judge(*f, "runc", "1.3.5").cves, std::vector<std::string>{"CVE-A"});
+  EXPECT_EQ(judge(*f, "runc", "1.3.6").status, FloorVerdict::Status::ok);
+  EXPECT_EQ(judge(*f, "runc", "1.4.3").status, FloorVerdict::Status::ok);
+  EXPECT_EQ(judge(*f, "runc", "1.2.8").status, FloorVerdict::Status::unsupported_train);
+  EXPECT_EQ(judge(*f, "runc", "1.2.8").supported, "1.3, 1.4");
+  EXPECT_EQ(judge(*f, "runc", "1.5.1").status, FloorVerdict::Status::ok);
+  EXPECT_EQ(judge(*f, "runc", "1.5.0-rc.1").status, FloorVerdict::Status::below);
+  EXPECT_EQ(judge(*f, "munge", "0.5.15").status, FloorVerdict::Status::below);
+  EXPECT_EQ(judge(*f, "munge", "0.5.18").status, FloorVerdict::Status::ok);
+  EXPECT_EQ(f->find("docker"), nullptr);
+}
+
+TEST(Floors, KernelCveByDistroPackageThenUpstream) {
+  auto f = parse_floors(kDoc, "test");
+  ASSERT_TRUE(f);
+  const auto& cve = f->kernel_cves.at(0);
+  using S = KernelCveVerdict::Status;
+  auto deb = *parse_version("6.1.0-18-amd64");
+  EXPECT_EQ(evaluate_kernel_cve(cve, deb, "debian-12", "6.1.76-1").status, S::fixed);
+  EXPECT_EQ(evaluate_kernel_cve(cve, deb, "debian-12", "6.1.69-1").status, S::vulnerable);
+  EXPECT_EQ(evaluate_kernel_cve(cve, *parse_version("6.1.70"), "", "").status, S::vulnerable);
+  EXPECT_EQ(evaluate_kernel_cve(cve, *parse_version("6.1.80"), "", "").status, S::fixed);
+  EXPECT_EQ(evaluate_kernel_cve(cve, *parse_version("6.3.1"), "", "").status, S::vulnerable);  // EOL series
+  EXPECT_EQ(evaluate_kernel_cve(cve, *parse_version("6.18.44-fc-v1045"), "", "").status, S::fixed);
+  EXPECT_EQ(evaluate_kernel_cve(cve, *parse_version("3.10.0"), "", "").status, S::not_affected);
+}
+
+TEST(Floors, BadDocumentsAreErrorsNamingTheProblem) {
+  auto a = parse_floors("{not json", "f.json");
+  ASSERT_FALSE(a);
+  EXPECT_NE(a.error().message.find("f.json"), std::string::npos);
+  auto b = parse_floors(R"({"schema": "other/2"})", "f.json");
+  ASSERT_FALSE(b);
+  EXPECT_NE(b.error().message.find("schema"), std::string::npos);
+  auto c = parse_floors(
+      R"({"schema": "cmax.min-versions/1", "components": [{"component": "x", "trains": [{"train": "1", "floor": "garbage"}]}]})",
+      "f.json");
+  ASSERT_FALSE(c);
+  EXPECT_NE(c.error().message.find("component 'x'"), std::string::npos);
+  EXPECT_FALSE(load_floors_file("/nonexistent/min.json"));
+}
+
+TEST(Floors, TheShippedFileLoadsAndCoversTheFloorChecks) {
+  const auto& f = cmax::test::test_floors();
+  for (const char* c : {"nvidia-driver", "cuda-toolkit", "nvidia-container-toolkit", "runc", "containerd", "docker",
+                        "dcgm", "slurm", "munge"})
+    EXPECT_NE(f.find(c), nullptr) << c;
+  EXPECT_GE(f.kernel_cves.size(), 3u);
+  for (const auto& c : f.components) {
+    EXPECT_FALSE(c.source.empty()) << c.component;
+    EXPECT_FALSE(c.date.empty()) << c.component;
+  }
+}
