@@ -1,5 +1,5 @@
 // libFuzzer target: the audit's pure text parsers (dpkg status, os-release, NVIDIA driver version,
-// KEY=VALUE configs, /proc/modules, /proc/mounts, kmsg records and Xid lines).
+// KEY=VALUE configs, /proc/modules, /proc/mounts, kmsg records and Xid lines, PCI config space).
 
 #include <cstddef>
 #include <cstdint>
@@ -10,6 +10,7 @@
 #include "audit/parse/kv_conf.h"
 #include "audit/parse/nvidia_version.h"
 #include "audit/parse/os_release.h"
+#include "audit/parse/pci_config.h"
 #include "audit/parse/sysfs.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -25,5 +26,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   (void)cmax::audit::parse_sysfs_state(in);
   (void)cmax::audit::parse_kmsg_record(in);
   (void)cmax::audit::parse_xid(in);
+  (void)cmax::audit::has_extended_config(in);
+  (void)cmax::audit::parse_pci_ext_caps(in);
+  if (auto acs = cmax::audit::parse_acs_control(in)) (void)cmax::audit::describe_acs(*acs);
+  (void)cmax::audit::pci_upstream_chain(in);
+  (void)cmax::audit::resolve_link_target("/sys/bus/pci/devices/0000:00:01.0", in);
   return 0;
 }

@@ -8,6 +8,7 @@
 
 #include "apps/cmax/audit_flags.h"
 #include "apps/cmax/command.h"
+#include "audit/check.h"
 #include "report/audit_json.h"
 #include "report/run_dir.h"
 #include "report/sarif.h"
@@ -23,7 +24,25 @@ struct AuditState {
   CLI::App* review = nullptr;
   AuditFlags review_flags;
   std::string review_dir;
+  bool list_checks = false;
 };
+
+int list_checks(bool json) {
+  if (json) fmt::print("{{\"schema\": \"cmax.checks/1\", \"checks\": [\n");
+  bool first = true;
+  for (const auto& c : audit::all_checks()) {
+    if (json) {
+      fmt::print("{}  {{\"id\": \"{}\", \"category\": \"{}\", \"severity\": \"{}\", \"security\": {}}}", first ? "" : ",\n",
+                 c.id, audit::to_string(c.category), audit::to_string(c.severity), c.security ? "true" : "false");
+    } else {
+      fmt::print("{:<46} {:<13} {:<8} {}{}\n", c.id, audit::to_string(c.category), audit::to_string(c.severity),
+                 c.title, c.security ? " [security]" : "");
+    }
+    first = false;
+  }
+  if (json) fmt::print("\n]}}\n");
+  return 0;
+}
 
 int print_report(const audit::AuditReport& report, int code, const AuditFlags& flags) {
   if (flags.json)
@@ -68,12 +87,17 @@ Runner setup_audit(CLI::App& sub) {
       "Exit codes: 0 no fail; 1 a check failed; 2 a security check failed; 3 usage or environment error.");
   add_audit_flags(sub, s->flags);
   sub.add_option("--sarif", s->sarif_path, "Also write the security findings as SARIF 2.1.0 to FILE");
+  sub.add_flag("--list-checks", s->list_checks, "List every check (id, category, severity, title) and exit");
   sub.add_option("--out", s->out_dir, "Also write a run directory (results.json, cmax.db, security.sarif) to DIR");
   s->review = sub.add_subcommand("review", "Re-render a saved run directory offline (no host access)");
   s->review->add_option("RUN_DIR", s->review_dir, "A directory written by `cmax run` or `cmax audit --out`")
       ->required();
   add_render_flags(*s->review, s->review_flags);
-  return [s] { return s->review->parsed() ? run_review(*s) : run_audit_command(*s); };
+  return [s] {
+    if (s->review->parsed()) return run_review(*s);
+    if (s->list_checks) return list_checks(s->flags.json);
+    return run_audit_command(*s);
+  };
 }
 
 }  // namespace cmax::app

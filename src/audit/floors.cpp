@@ -40,6 +40,22 @@ std::string join(const std::vector<std::string>& v) {
   return out;
 }
 
+// Whether a CVE with these first-fixed versions (one per release series) affects `v`: below the
+// fix of its own major.minor series, or, when its series has no listed fix, below the newest fix.
+bool cve_affects(const CveRef& cve, const core::Version& v) {
+  if (cve.fixed.empty()) return true;
+  std::optional<core::Version> newest;
+  for (const auto& text : cve.fixed) {
+    auto f = core::parse_version(text);
+    if (!f) return true;
+    bool same_series = f->parts.size() >= 2 && v.parts.size() >= 2 && f->parts[0] == v.parts[0] &&
+                       f->parts[1] == v.parts[1];
+    if (same_series) return core::compare_versions(v, *f) < 0;
+    if (!newest || core::compare_versions(*f, *newest) > 0) newest = std::move(*f);
+  }
+  return core::compare_versions(v, *newest) < 0;
+}
+
 }  // namespace
 
 const ComponentFloor* Floors::find(std::string_view component) const {
@@ -148,7 +164,8 @@ FloorVerdict evaluate_floor(const ComponentFloor& cf, const core::Version& obser
   }
   if (cf.floor) {
     v.floor = cf.floor->text;
-    for (const auto& c : cf.cves) v.cves.push_back(c.id);
+    for (const auto& c : cf.cves)
+      if (cve_affects(c, observed)) v.cves.push_back(c.id);
     v.status = core::compare_versions(observed, *cf.floor) < 0 ? FloorVerdict::Status::below : FloorVerdict::Status::ok;
   }
   return v;

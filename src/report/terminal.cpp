@@ -63,7 +63,7 @@ std::string render_audit_terminal(const audit::AuditReport& r, int exit_code, co
       if (observed.empty() && (f.outcome == Outcome::not_applicable || f.outcome == Outcome::unverified))
         observed = f.reason;
       if (observed.size() > 70) observed = observed.substr(0, 67) + "...";
-      out += fmt::format("  {} {:<42} {}\n", paint(tag(f.outcome), color_of(f.outcome), opt.color), f.check_id,
+      out += fmt::format("  {} {:<46} {}\n", paint(tag(f.outcome), color_of(f.outcome), opt.color), f.check_id,
                          observed);
       if (opt.verbosity >= 1) {
         detail(out, "check", f.title);

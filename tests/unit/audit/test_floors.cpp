@@ -45,6 +45,17 @@ TEST(Floors, TrainsFloorsAndUnsupportedTrains) {
   EXPECT_EQ(f->find("docker"), nullptr);
 }
 
+TEST(Floors, OnlyTheCvesThatAffectTheObservedVersionAreListed) {
+  auto f = parse_floors(R"({"schema": "cmax.min-versions/1", "components": [{"component": "docker", "floor": "29.8.2",
+    "cves": [{"id": "NEW", "fixed": ["29.8.2"]}, {"id": "OLD", "fixed": ["23.0.15", "25.0.6", "26.1.5", "27.1.1"]}]}]})",
+                        "t");
+  ASSERT_TRUE(f) << f.error().message;
+  EXPECT_EQ(judge(*f, "docker", "28.2.2").cves, std::vector<std::string>{"NEW"});
+  EXPECT_EQ(judge(*f, "docker", "26.1.4").cves, (std::vector<std::string>{"NEW", "OLD"}));
+  EXPECT_EQ(judge(*f, "docker", "26.1.5").cves, std::vector<std::string>{"NEW"});
+  EXPECT_EQ(judge(*f, "docker", "24.0.9").cves, (std::vector<std::string>{"NEW", "OLD"}));  // series never fixed
+}
+
 TEST(Floors, KernelCveByDistroPackageThenUpstream) {
   auto f = parse_floors(kDoc, "test");
   ASSERT_TRUE(f);
