@@ -51,9 +51,9 @@ Result<int> HostRoot::open_in_root(std::string_view host_path, int flags) const 
   open_how how{};
   how.flags = static_cast<std::uint64_t>(flags | O_CLOEXEC);
   how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
-  std::string rel = path;
-  while (!rel.empty() && rel.front() == '/') rel.erase(rel.begin());
-  if (rel.empty()) rel = ".";
+  std::string_view rel_view = host_path;
+  while (!rel_view.empty() && rel_view.front() == '/') rel_view.remove_prefix(1);
+  const std::string rel = rel_view.empty() ? std::string(".") : std::string(rel_view);
   long fd = ::syscall(SYS_openat2, root.get(), rel.c_str(), &how, sizeof(how));
   if (fd < 0 && errno == ENOSYS) fd = ::openat(root.get(), rel.c_str(), flags | O_CLOEXEC);
   if (fd < 0) return fail("open {} (in host root {}): {}", path, root_, std::strerror(errno));

@@ -59,9 +59,12 @@ void validate_shape(const json& j, int exit_code) {
     EXPECT_FALSE(f["remediation"].get<std::string>().empty()) << id;
     EXPECT_TRUE(f["evidence"]["source"].is_string()) << id;
     EXPECT_TRUE(f["cves"].is_array()) << id;
-    if (f["result"] == "not_applicable" || f["result"] == "unverified")
+    if (f["result"] == "not_applicable" || f["result"] == "unverified") {
       EXPECT_FALSE(f["reason"].get<std::string>().empty()) << id << " has no reason for " << f["result"];
-    if (f["result"] != "not_applicable") EXPECT_FALSE(f["evidence"]["source"].get<std::string>().empty()) << id;
+    }
+    if (f["result"] != "not_applicable") {
+      EXPECT_FALSE(f["evidence"]["source"].get<std::string>().empty()) << id;
+    }
     if (f["result"] == "fail") {
       ++fails;
       security_fails += f["security"].get<bool>();
@@ -91,7 +94,9 @@ TEST(CmaxAudit, JsonOnThisMachineListsAtLeast40ChecksWithEvidence) {
     }
     EXPECT_GE(gpu_checks, 5);
     for (const auto& f : j["findings"])
-      if (f["id"] == "security.nvidia_driver.floor") EXPECT_EQ(f["result"], "not_applicable");
+      if (f["id"] == "security.nvidia_driver.floor") {
+        EXPECT_EQ(f["result"], "not_applicable");
+      }
   }
 }
 

@@ -37,12 +37,7 @@ bool has_nvidia_gpu(const CheckContext& ctx) {
 }
 
 std::optional<Verdict> guard_gpu(const CheckContext& ctx, const Check& check) {
-  const Fact* count = ctx.facts.find("gpu.nvidia.count");
-  if (count && count->status == FactStatus::error)
-    return verdict(Outcome::unverified, {}, {}, fmt::format("could not list PCI devices: {}", count->detail));
-  if (!has_nvidia_gpu(ctx))
-    return verdict(Outcome::not_applicable, "no NVIDIA GPU", {},
-                   "no NVIDIA GPU on this host (no PCI display/3D controller with vendor 0x10de)");
+  if (auto g = guard_gpu_only(ctx, check)) return g;
   return guard_fact(ctx, check);
 }
 

@@ -170,3 +170,16 @@ TEST(SysctlCollector, ReadsTheTable) {
   EXPECT_EQ(f.value_or("sysctl.kernel.perf_event_paranoid"), "2");
   EXPECT_EQ(f.find("sysctl.kernel.kptr_restrict")->status, FactStatus::absent);
 }
+
+TEST(GpuCollector, HugeDriverFileIsUnverifiedNotTruncated) {
+  TempHost t;
+  t.write("/sys/bus/pci/devices/0000:1b:00.0/vendor", "0x10de\n");
+  t.write("/sys/bus/pci/devices/0000:1b:00.0/class", "0x030200\n");
+  t.write("/proc/driver/nvidia/version",
+          std::string("NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.161.08\n") + std::string(200000, 'x'));
+  auto f = collect_with(t.host(), collect_gpu);
+  ASSERT_EQ(f.find("gpu.driver.version")->status, FactStatus::error);
+  auto finding = cmax::test::run_check_by_id("security.nvidia_driver.floor", f);
+  EXPECT_EQ(finding.outcome, Outcome::unverified);
+  EXPECT_NE(finding.reason.find("larger than"), std::string::npos) << finding.reason;
+}
