@@ -1,0 +1,156 @@
+// cmax scan [FILE...]: kernel-log signals, classified and correlated into incidents.
+// No files: this machine's /dev/kmsg (or the journal with --journal --since).
+
+#include <unistd.h>
+
+#include <chrono>
+#include <ctime>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "apps/cmax/audit_flags.h"
+#include "apps/cmax/command.h"
+#include "core/clock.h"
+#include "report/scan_report.h"
+#include "signals/catalog.h"
+#include "signals/scanner.h"
+
+namespace cmax::app {
+namespace {
+
+struct ScanFlags {
+  std::vector<std::string> files;
+  bool json = false;
+  bool journal = false;
+  std::string since = "7d";
+  std::string config;
+  std::string node;
+  bool kernel_only = false;
+  bool no_color = false;
+  int timeout_s = 600;
+};
+
+// "7d", "12h", "30m", "90s" -> seconds.
+std::optional<long long> parse_duration(std::string_view s) {
+  if (s.size() < 2) return std::nullopt;
+  long long n = 0;
+  for (char c : s.substr(0, s.size() - 1)) {
+    if (c < '0' || c > '9') return std::nullopt;
+    n = n * 10 + (c - '0');
+  }
+  switch (s.back()) {
+    case 'd': return n * 86400;
+    case 'h': return n * 3600;
+    case 'm': return n * 60;
+    case 's': return n;
+  }
+  return std::nullopt;
+}
+
+std::string hostname() {
+  char buf[256] = {0};
+  if (::gethostname(buf, sizeof buf - 1) != 0) return "localhost";
+  return buf;
+}
+
+int run_scan(const ScanFlags& f) {
+  auto catalog = signals::Catalog::builtin();
+  if (!catalog) return environment_error(catalog.error().message);
+  if (!f.config.empty()) {
+    std::ifstream in(f.config, std::ios::binary);
+    if (!in) return environment_error(fmt::format("open {}: cannot read the --config file", f.config));
+    std::stringstream ss;
+    ss << in.rdbuf();
+    if (auto r = catalog->apply_config(ss.str(), f.config); !r) return environment_error(r.error().message);
+  }
+  core::SystemClock clock;
+  auto now = std::chrono::system_clock::to_time_t(clock.now());
+  std::tm tm{};
+  ::gmtime_r(&now, &tm);
+  signals::ScanOptions opt;
+  opt.assumed_year = tm.tm_year + 1900;
+  opt.kernel_origin_only = f.kernel_only;
+  signals::Correlator correlator(*catalog);
+  auto scanner = signals::Scanner::create(correlator, opt);
+  if (!scanner) return environment_error(scanner.error().message);
+
+  report::ScanReport rep;
+  auto t0 = std::chrono::steady_clock::now();
+  auto scan_one = [&](Result<std::unique_ptr<signals::ByteSource>> src, const std::string& node) {
+    if (!src) {
+      rep.errors.push_back(src.error().message);
+      fmt::print(stderr, "cmax scan: {}\n", src.error().message);
+      return;
+    }
+    rep.sources.push_back((*src)->describe());
+    if (auto r = scanner->scan(**src, node); !r) {
+      rep.errors.push_back(r.error().message);
+      fmt::print(stderr, "cmax scan: {} (results so far are kept)\n", r.error().message);
+    }
+  };
+  if (!f.files.empty()) {
+    for (const auto& path : f.files) {
+      auto what = scanner->scan_path(path, f.node.empty() ? signals::node_from_path(path) : f.node);
+      if (what) {
+        rep.sources.push_back(*what);
+      } else {
+        rep.sources.push_back(path);
+        rep.errors.push_back(what.error().message);
+        fmt::print(stderr, "cmax scan: {} (results so far are kept)\n", what.error().message);
+      }
+    }
+  } else if (f.journal) {
+    auto secs = parse_duration(f.since);
+    if (!secs) return environment_error(fmt::format("--since {}: use a number and d, h, m or s (7d, 12h)", f.since));
+    auto since = std::chrono::system_clock::to_time_t(clock.now() - std::chrono::seconds(*secs));
+    std::tm st{};
+    ::gmtime_r(&since, &st);
+    std::string stamp = fmt::format("{:04}-{:02}-{:02} {:02}:{:02}:{:02} UTC", st.tm_year + 1900, st.tm_mon + 1,
+                                    st.tm_mday, st.tm_hour, st.tm_min, st.tm_sec);
+    scan_one(signals::open_process_source({"journalctl", "-k", "-o", "short-iso", "--no-pager", "--since", stamp},
+                                          std::chrono::seconds(f.timeout_s)),
+             f.node.empty() ? hostname() : f.node);
+  } else {
+    scan_one(signals::open_kmsg_source(), f.node.empty() ? hostname() : f.node);
+  }
+  rep.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  rep.stats = scanner->stats();
+  rep.incidents = correlator.incidents();
+  rep.merged_past_cap = correlator.merged_past_cap();
+  if (f.json)
+    report::write_scan_json(rep, stdout);
+  else
+    fmt::print("{}", report::render_scan_terminal(rep, !f.no_color && stdout_is_tty()));
+  int code = report::scan_exit_code(rep);
+  if (code == 0 && !rep.errors.empty()) return audit::kExitUsage;
+  return code;
+}
+
+}  // namespace
+
+Runner setup_scan(CLI::App& sub) {
+  auto f = std::make_shared<ScanFlags>();
+  sub.description(
+      "Classify every GPU, NVSwitch, NIC, CPU, memory, PCIe, disk and filesystem fault in kernel logs and\n"
+      "correlate the lines into incidents, each with the recommended action (ignore, monitor, restart_app,\n"
+      "reset_gpu, drain, reboot_node, replace). Files may be plain, gzip or zstd (detected by content); the\n"
+      "node comes from the line's syslog/journal host, else the file name (an srun 'N: ' prefix adds /taskN).\n"
+      "With no files: this machine's /dev/kmsg, or the journal with --journal.\n"
+      "Exit codes: 0 nothing needs action; 1 an unresolved incident needs restart_app or stronger;\n"
+      "3 usage error, or a source failed and nothing needs action (partial results are still printed).");
+  sub.add_option("FILE", f->files, "Kernel logs: dmesg, syslog/kern.log, journalctl -o short[-iso], srun -l output");
+  sub.add_flag("--json", f->json, "Print {\"schema\": \"cmax.scan/1\", ...} (docs/schemas/scan.md)");
+  sub.add_flag("--journal", f->journal, "Read the kernel journal (journalctl -k) instead of /dev/kmsg");
+  sub.add_option("--since", f->since, "With --journal: how far back (7d, 12h, 30m)")->capture_default_str();
+  sub.add_option("--config", f->config, "Overrides of actions, ignore lists, thresholds (docs/signals-config.md)");
+  sub.add_option("--node", f->node, "Name for lines without a host field (default: from the file name or hostname)");
+  sub.add_flag("--kernel-only", f->kernel_only,
+               "Drop /dev/kmsg records written from userspace (an injected '<3>NVRM: Xid' becomes facility user)");
+  sub.add_option("--timeout", f->timeout_s, "With --journal: seconds before journalctl is stopped")->check(CLI::Range(1, 86400));
+  sub.add_flag("--no-color", f->no_color, "No ANSI colours");
+  return [f] { return run_scan(*f); };
+}
+
+}  // namespace cmax::app

@@ -1,0 +1,124 @@
+#include "report/scan_report.h"
+
+#include <algorithm>
+#include <map>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "signals/classify.h"
+
+namespace cmax::report {
+
+using signals::Action;
+using signals::Incident;
+
+namespace {
+
+nlohmann::ordered_json incident_json(const Incident& i) {
+  nlohmann::ordered_json ij;
+  ij["node"] = i.node;
+  ij["kind"] = signals::to_string(i.kind);
+  ij["code"] = i.code >= 0 ? nlohmann::ordered_json(i.code) : nlohmann::ordered_json(nullptr);
+  ij["pci"] = signals::is_pci(i.device) ? nlohmann::ordered_json(i.device) : nlohmann::ordered_json(nullptr);
+  ij["device"] = i.device;
+  ij["subject"] = i.subject;
+  ij["action"] = signals::to_string(i.action);
+  ij["reason"] = i.reason;
+  ij["count"] = i.count;
+  ij["first_seen"] = i.first_seen;
+  ij["last_seen"] = i.last_seen;
+  ij["resolved"] = i.resolved;
+  ij["related"] = i.related;
+  if (!i.origin.empty()) ij["origin"] = i.origin;
+  ij["sample"] = i.sample;
+  return ij;
+}
+
+std::string dump(const nlohmann::ordered_json& j, int indent) {
+  return j.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+// Writes the document piecewise: header fields, then one incident at a time.
+void emit_scan_json(const ScanReport& r, const std::function<void(std::string_view)>& put) {
+  const auto& s = r.stats;
+  nlohmann::ordered_json stats = {{"bytes", s.bytes},
+                                  {"seconds", r.seconds},
+                                  {"candidate_lines", s.candidate_lines},
+                                  {"signals", s.signals},
+                                  {"incidents", r.incidents.size()},
+                                  {"skipped_long_lines", s.skipped_long},
+                                  {"skipped_overlong_lines", s.overlong_lines},
+                                  {"lost_kmsg_records", s.lost_records},
+                                  {"ignored", s.ignored},
+                                  {"userspace_dropped", s.userspace_dropped},
+                                  {"merged_past_incident_cap", r.merged_past_cap}};
+  put(fmt::format("{{\n  \"schema\": \"{}\",\n  \"sources\": {},\n  \"errors\": {},\n  \"stats\": {},\n  \"incidents\": [",
+                  kScanSchema, dump(nlohmann::ordered_json(r.sources), -1), dump(nlohmann::ordered_json(r.errors), -1),
+                  dump(stats, -1)));
+  bool first = true;
+  for (const auto& i : r.incidents) {
+    put(first ? "\n    " : ",\n    ");
+    put(dump(incident_json(i), -1));
+    first = false;
+  }
+  put(first ? "]\n}\n" : "\n  ]\n}\n");
+}
+
+}  // namespace
+
+std::string scan_to_json(const ScanReport& r) {
+  std::string out;
+  emit_scan_json(r, [&](std::string_view piece) { out.append(piece); });
+  return out;
+}
+
+void write_scan_json(const ScanReport& r, std::FILE* out) {
+  emit_scan_json(r, [&](std::string_view piece) { std::fwrite(piece.data(), 1, piece.size(), out); });
+}
+
+std::string render_scan_terminal(const ScanReport& r, bool color) {
+  std::string out;
+  std::vector<const Incident*> sorted;
+  for (const auto& i : r.incidents) sorted.push_back(&i);
+  std::stable_sort(sorted.begin(), sorted.end(), [](const Incident* a, const Incident* b) {
+    return std::tie(a->node, a->device) < std::tie(b->node, b->device);
+  });
+  std::string node;
+  for (const auto* i : sorted) {
+    if (i->node != node) {
+      node = i->node;
+      out += fmt::format("\n{}{}{}\n", color ? "\033[1m" : "", node, color ? "\033[0m" : "");
+      out += fmt::format("  {:<14} {:<13} {:>6} {:>7}  {:<12} {:<16} {}\n", "DEVICE", "KIND", "CODE", "COUNT",
+                         "ACTION", "LAST SEEN", "SAMPLE");
+    }
+    std::string sample = i->sample.size() > 70 ? i->sample.substr(0, 67) + "..." : i->sample;
+    std::string action(signals::to_string(i->action));
+    if (i->resolved) action += "*";
+    std::string_view paint = i->action >= Action::drain ? "\033[31m" : i->action >= Action::restart_app ? "\033[33m" : "";
+    out += fmt::format("  {:<14} {:<13} {:>6} {:>7}  {}{:<12}{} {:<16} {}\n", i->device.empty() ? "-" : i->device,
+                       signals::to_string(i->kind), i->code >= 0 ? std::to_string(i->code) : "-", i->count,
+                       color ? paint : "", action, color && !paint.empty() ? "\033[0m" : "",
+                       i->last_seen.size() > 16 ? i->last_seen.substr(0, 16) : i->last_seen, sample);
+    if (!i->related.empty()) {
+      std::string rel;
+      for (const auto& x : i->related) rel += (rel.empty() ? "" : ", ") + x;
+      out += fmt::format("  {:<14} folded in: {}\n", "", rel);
+    }
+  }
+  const auto& s = r.stats;
+  out += fmt::format("\n{} incident(s) from {} signal line(s) in {:.1f} MB ({} source(s), {:.2f} s); ", r.incidents.size(),
+                     s.signals, s.bytes / 1e6, r.sources.size(), r.seconds);
+  out += fmt::format("skipped {} over-long line(s), {} lost kmsg record(s). '*' = resolved.\n",
+                     s.skipped_long + s.overlong_lines, s.lost_records);
+  for (const auto& e : r.errors) out += fmt::format("error: {}\n", e);
+  return out;
+}
+
+int scan_exit_code(const ScanReport& r) {
+  for (const auto& i : r.incidents)
+    if (!i.resolved && i.action > Action::monitor) return 1;
+  return 0;
+}
+
+}  // namespace cmax::report

@@ -1,0 +1,371 @@
+#include "signals/classify.h"
+
+#include <charconv>
+
+namespace cmax::signals {
+namespace {
+
+// The prefilter's literals: every line classify() recognises holds at least one (a test checks
+// this over the golden lines). Few and selective on purpose: Hyperscan's Teddy matcher runs at
+// memory speed for small sets, and each false candidate costs a classify() call.
+constexpr std::string_view kAnchors[] = {
+    "Xid (",          // NVRM: Xid, SXid
+    "lockup",         // soft lockup
+    "LOCKUP",         // hard LOCKUP
+    "blocked for more",  // hung task
+    "Error",          // [Hardware Error], PCIe Bus Error, LustreError
+    "error",          // EDAC .. error, AER .. error received, EXT4-fs error, I/O error, XFS log error
+    "nvme nvme",      // nvme timeouts and resets
+    "Corrupt",        // XFS corruption
+    "nfs: server",    // nfs not responding / OK
+    "lost",           // lost carrier, Lustre "Connection to X was lost;"
+    "Link is ",       // NIC Link is Down / Up
+    "Port module",    // mlx5 port module events
+    "health comp",    // mlx5 health compromised
+    "Killed proc",    // OOM killer
+    "table full",     // nf_conntrack
+};
+
+bool digit(char c) { return c >= '0' && c <= '9'; }
+bool hex(char c) { return digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
+
+bool contains(std::string_view s, std::string_view n) { return s.find(n) != std::string_view::npos; }
+
+std::optional<int> number_at(std::string_view s, int base = 10) {
+  while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
+  int v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v, base);
+  if (ec != std::errc() || p == s.data()) return std::nullopt;
+  return v;
+}
+
+// The token that ends right before `at` (e.g. the device before ": AER"), without spaces.
+std::string_view word_before(std::string_view s, std::size_t at) {
+  std::size_t end = at;
+  std::size_t begin = s.rfind(' ', end == 0 ? 0 : end - 1);
+  begin = begin == std::string_view::npos ? 0 : begin + 1;
+  return begin < end ? s.substr(begin, end - begin) : std::string_view{};
+}
+
+// The first PCI-looking token in `s`.
+std::string_view first_pci(std::string_view s) {
+  for (std::size_t i = 0; i + 7 <= s.size(); ++i) {
+    if (!hex(s[i]) || (i > 0 && hex(s[i - 1]))) continue;
+    std::size_t j = i;
+    while (j < s.size() && (hex(s[j]) || s[j] == ':' || s[j] == '.')) ++j;
+    auto tok = s.substr(i, j - i);
+    while (!tok.empty() && (tok.back() == '.' || tok.back() == ':')) tok.remove_suffix(1);
+    if (is_pci(tok)) return tok;
+    i = j;
+  }
+  return {};
+}
+
+std::optional<Signal> xid(std::string_view m) {
+  auto at = m.find("NVRM: Xid (");
+  std::string_view s = m.substr(at + 11);
+  auto close = s.find("):");
+  if (close == std::string_view::npos || close > 96) return std::nullopt;
+  Signal sig;
+  sig.kind = Kind::xid;
+  std::string_view inside = s.substr(0, close);
+  if (inside.starts_with("PCI:")) inside.remove_prefix(4);
+  sig.device = inside.substr(0, inside.find(' '));
+  s.remove_prefix(close + 2);
+  auto code = number_at(s);
+  if (!code || *code <= 0 || *code > 9999) return std::nullopt;
+  sig.code = *code;
+  if (auto name = s.find("name="); name != std::string_view::npos) {
+    auto v = s.substr(name + 5);
+    sig.subject = v.substr(0, v.find_first_of(", "));
+  }
+  if (contains(s, "Fatal") && !contains(s, "Nonfatal") && !contains(s, "Non-fatal")) sig.fatal = true;
+  if (sig.code == 154) {
+    auto to = s.find(" to 0x");
+    if (to != std::string_view::npos) {
+      if (auto ra = number_at(s.substr(to + 6), 16)) sig.recovery_action = *ra;
+    }
+  }
+  if (auto cb = s.find("caused by previous Xid"); cb != std::string_view::npos) {
+    if (auto c = number_at(s.substr(cb + 22))) sig.caused_by = *c;
+  }
+  return sig;
+}
+
+std::optional<Signal> sxid(std::string_view m) {
+  auto at = m.find("SXid (");
+  std::string_view s = m.substr(at + 6);
+  auto close = s.find("):");
+  if (close == std::string_view::npos || close > 64) return std::nullopt;
+  Signal sig;
+  sig.kind = Kind::sxid;
+  std::string_view inside = s.substr(0, close);
+  if (inside.starts_with("PCI:")) inside.remove_prefix(4);
+  sig.device = inside;
+  auto colon = m.rfind(':', at);
+  if (colon != std::string_view::npos) sig.subject = word_before(m, colon);  // nvidia-nvswitchN
+  s.remove_prefix(close + 2);
+  auto code = number_at(s);
+  if (!code || *code <= 0) return std::nullopt;
+  sig.code = *code;
+  auto comma = s.find(',');
+  std::string_view sev = comma == std::string_view::npos ? std::string_view{} : s.substr(comma + 1, 12);
+  sig.fatal = sev.find("Fatal") != std::string_view::npos && sev.find("Non-fatal") == std::string_view::npos;
+  return sig;
+}
+
+std::optional<Signal> lockup(std::string_view m, Kind kind) {
+  Signal sig;
+  sig.kind = kind;
+  auto cpu = m.find(kind == Kind::soft_lockup ? "CPU#" : "on cpu ");
+  if (cpu == std::string_view::npos) return std::nullopt;
+  auto n = number_at(m.substr(cpu + (kind == Kind::soft_lockup ? 4 : 7)));
+  if (!n) return std::nullopt;
+  sig.code = *n;
+  auto open = m.rfind('[');
+  auto close = m.rfind(']');
+  if (open != std::string_view::npos && close != std::string_view::npos && close > open)
+    sig.subject = m.substr(open + 1, close - open - 1);
+  sig.fatal = kind == Kind::hard_lockup;
+  return sig;
+}
+
+std::optional<Signal> hung_task(std::string_view m) {
+  auto task = m.find("task ");
+  if (task == std::string_view::npos) return std::nullopt;
+  Signal sig;
+  sig.kind = Kind::hung_task;
+  auto rest = m.substr(task + 5);
+  sig.subject = rest.substr(0, rest.find(' '));
+  return sig;
+}
+
+std::optional<Signal> mce(std::string_view m) {
+  Signal sig;
+  sig.kind = Kind::mce;
+  if (auto cpu = m.find("CPU "); cpu != std::string_view::npos) {
+    if (auto n = number_at(m.substr(cpu + 4))) {
+      sig.code = *n;
+      auto end = m.find(':', cpu);
+      sig.device = m.substr(cpu, (end == std::string_view::npos ? m.size() : end) - cpu);
+    }
+  }
+  sig.fatal = contains(m, "Uncorrected") || contains(m, "Fatal") || contains(m, "PCC");
+  return sig;
+}
+
+std::optional<Signal> edac(std::string_view m) {
+  auto at = m.find("EDAC MC");
+  auto colon = m.find(':', at);
+  if (colon == std::string_view::npos) return std::nullopt;
+  std::string_view rest = m.substr(colon + 1);
+  Signal sig;
+  sig.device = m.substr(at + 5, colon - at - 5);  // "MC0"
+  if (contains(rest, " UE ")) {
+    sig.kind = Kind::edac_ue;
+    sig.fatal = true;
+  } else if (contains(rest, " CE ")) {
+    sig.kind = Kind::edac_ce;
+  } else {
+    return std::nullopt;
+  }
+  sig.code = number_at(rest).value_or(-1);  // error count
+  return sig;
+}
+
+std::optional<Signal> aer(std::string_view m) {
+  Signal sig;
+  bool bus_error = contains(m, "PCIe Bus Error");
+  if (bus_error) {
+    if (contains(m, "severity=Corrected")) sig.kind = Kind::aer_corrected;
+    else if (contains(m, "(Fatal)") || contains(m, "=Fatal")) sig.kind = Kind::aer_fatal;
+    else if (contains(m, "Uncorrect")) sig.kind = Kind::aer_nonfatal;
+    else return std::nullopt;
+    auto at = m.find(": PCIe Bus Error");
+    if (at != std::string_view::npos) sig.device = word_before(m, at);
+  } else {
+    // "pcieport 0000:00:01.0: AER: Uncorrected (Fatal) error received: 0000:01:00.0"
+    if (contains(m, "can't recover") || contains(m, "(Fatal) error received")) sig.kind = Kind::aer_fatal;
+    else if (contains(m, "(Non-Fatal) error received") || contains(m, "Uncorrected (Non-Fatal)")) sig.kind = Kind::aer_nonfatal;
+    else if (contains(m, "Corrected error received") || contains(m, "Multiple Corrected error")) sig.kind = Kind::aer_corrected;
+    else return std::nullopt;
+    auto received = m.find("received: ");
+    sig.device = received != std::string_view::npos ? first_pci(m.substr(received + 10)) : first_pci(m);
+  }
+  if (!is_pci(sig.device)) sig.device = first_pci(m);
+  sig.fatal = sig.kind == Kind::aer_fatal;
+  return sig;
+}
+
+std::optional<Signal> nvme(std::string_view m) {
+  auto at = m.find("nvme nvme");
+  std::string_view rest = m.substr(at + 5);
+  auto colon = rest.find(':');
+  if (colon == std::string_view::npos) return std::nullopt;
+  std::string_view body = rest.substr(colon + 1);
+  if (!(contains(body, "timeout") || contains(body, "I/O error") || contains(body, "controller is down") ||
+        contains(body, "Removing after probe failure") || contains(body, "reset") || contains(body, "failed")))
+    return std::nullopt;
+  Signal sig;
+  sig.kind = Kind::nvme;
+  sig.device = rest.substr(0, colon);
+  sig.fatal = contains(body, "controller is down") || contains(body, "Removing");
+  return sig;
+}
+
+std::optional<Signal> block_io(std::string_view m) {
+  auto at = m.find("I/O error, dev ");
+  std::size_t skip = 15;
+  if (at == std::string_view::npos) {
+    at = m.find("I/O error on dev ");
+    skip = 17;
+  }
+  if (at == std::string_view::npos) return std::nullopt;
+  Signal sig;
+  sig.kind = Kind::block_io;
+  auto rest = m.substr(at + skip);
+  sig.device = rest.substr(0, rest.find_first_of(", "));
+  return sig;
+}
+
+std::optional<Signal> fs_error(std::string_view m) {
+  Signal sig;
+  sig.kind = Kind::fs_error;
+  if (auto at = m.find("EXT4-fs error (device "); at != std::string_view::npos) {
+    auto rest = m.substr(at + 22);
+    sig.device = rest.substr(0, rest.find(')'));
+    return sig;
+  }
+  if (contains(m, "EXT4-fs error")) return sig;
+  auto at = m.find("XFS (");
+  auto close = m.find(')', at);
+  if (close == std::string_view::npos) return std::nullopt;
+  std::string_view body = m.substr(close);
+  if (!(contains(body, "Corruption") || contains(body, "metadata I/O error") || contains(body, "shut down") ||
+        contains(body, "Shutting down") || contains(body, "log I/O error")))
+    return std::nullopt;
+  sig.device = m.substr(at + 5, close - at - 5);
+  sig.fatal = contains(body, "shut");
+  return sig;
+}
+
+std::optional<Signal> nfs(std::string_view m) {
+  auto at = m.find("nfs: server ");
+  auto rest = m.substr(at + 12);
+  Signal sig;
+  sig.device = rest.substr(0, rest.find(' '));
+  if (contains(rest, " not responding")) sig.kind = Kind::nfs_timeout;
+  else if (rest.ends_with(" OK") || contains(rest, " OK ")) sig.kind = Kind::nfs_ok;
+  else return std::nullopt;
+  return sig;
+}
+
+std::optional<Signal> lustre(std::string_view m) {
+  Signal sig;
+  if (contains(m, "LustreError")) {
+    sig.kind = Kind::lustre;
+  } else if (contains(m, "Lustre") && contains(m, "Connection to ")) {
+    sig.kind = Kind::lustre_conn;
+    auto at = m.find("Connection to ");
+    auto rest = m.substr(at + 14);
+    sig.device = rest.substr(0, rest.find(' '));
+  } else {
+    return std::nullopt;
+  }
+  return sig;
+}
+
+std::optional<Signal> mlx5(std::string_view m, Kind kind) {
+  Signal sig;
+  sig.kind = kind;
+  sig.device = first_pci(m);
+  if (kind == Kind::ib_port) {
+    if (contains(m, "Cable plugged") || contains(m, "status: Plugged")) return std::nullopt;
+    auto at = m.find("module ");
+    if (at != std::string_view::npos) sig.code = number_at(m.substr(at + 7)).value_or(-1);
+  }
+  sig.fatal = kind == Kind::ib_health;
+  return sig;
+}
+
+std::optional<Signal> carrier(std::string_view m, Kind kind, std::string_view what) {
+  auto at = m.find(what);
+  Signal sig;
+  sig.kind = kind;
+  // "ib0: lost carrier", "igb 0000:01:00.0 eno1: NIC Link is Down", "mlx5_core 0000:1a:00.0 ens1: Link is Down"
+  auto colon = m.rfind(':', at);
+  if (colon != std::string_view::npos) sig.device = word_before(m, colon);
+  if (sig.device.empty()) return std::nullopt;
+  return sig;
+}
+
+std::optional<Signal> oom(std::string_view m) {
+  auto at = m.find("Killed process ");
+  Signal sig;
+  sig.kind = Kind::oom;
+  auto rest = m.substr(at + 15);
+  sig.code = number_at(rest).value_or(-1);  // pid
+  auto open = rest.find('(');
+  auto close = rest.find(')');
+  if (open != std::string_view::npos && close != std::string_view::npos && close > open)
+    sig.subject = rest.substr(open + 1, close - open - 1);
+  return sig;
+}
+
+}  // namespace
+
+std::span<const std::string_view> anchor_literals() { return kAnchors; }
+
+bool is_pci(std::string_view s) {
+  // DDDD:BB:SS or DDDD:BB:SS.F (domain may be 4+ hex digits on some platforms)
+  auto c1 = s.find(':');
+  if (c1 == std::string_view::npos || c1 < 4 || c1 > 8) return false;
+  auto c2 = s.find(':', c1 + 1);
+  if (c2 != c1 + 3) return false;
+  std::size_t end = s.size();
+  auto dot = s.find('.', c2);
+  if (dot != std::string_view::npos) {
+    if (dot != c2 + 3 || dot + 2 != end || !hex(s[dot + 1])) return false;
+    end = dot;
+  } else if (end != c2 + 3) {
+    return false;
+  }
+  for (std::size_t i = 0; i < end; ++i)
+    if (i != c1 && i != c2 && !hex(s[i])) return false;
+  return true;
+}
+
+std::string_view pci_without_function(std::string_view pci) {
+  auto dot = pci.rfind('.');
+  return dot != std::string_view::npos && dot + 2 == pci.size() ? pci.substr(0, dot) : pci;
+}
+
+std::optional<Signal> classify(std::string_view m) {
+  if (contains(m, "NVRM: Xid (")) return xid(m);
+  if (contains(m, "SXid (")) return sxid(m);
+  if (contains(m, "soft lockup")) return lockup(m, Kind::soft_lockup);
+  if (contains(m, "hard LOCKUP")) return lockup(m, Kind::hard_lockup);
+  if (contains(m, "blocked for more than") && contains(m, "INFO: task ")) return hung_task(m);
+  if (contains(m, "[Hardware Error]")) return mce(m);
+  if (contains(m, "EDAC MC")) return edac(m);
+  if (contains(m, "PCIe Bus Error") || contains(m, "AER: ")) return aer(m);
+  if (contains(m, "nvme nvme")) return nvme(m);
+  if (contains(m, "I/O error, dev ") || contains(m, "I/O error on dev")) return block_io(m);
+  if (contains(m, "EXT4-fs error") || contains(m, "XFS (")) return fs_error(m);
+  if (contains(m, "nfs: server ")) return nfs(m);
+  if (contains(m, "LustreError") || contains(m, "was lost")) return lustre(m);
+  if (contains(m, "Port module event")) return mlx5(m, Kind::ib_port);
+  if (contains(m, "health compromised")) return mlx5(m, Kind::ib_health);
+  if (contains(m, "lost carrier")) return carrier(m, Kind::net_carrier, "lost carrier");
+  if (contains(m, "Link is Down")) return carrier(m, Kind::net_carrier, "Link is Down");
+  if (contains(m, "Link is Up")) return carrier(m, Kind::net_link_up, "Link is Up");
+  if (contains(m, "Killed process") && (contains(m, "Out of memory") || contains(m, "out of memory") || contains(m, "oom"))) return oom(m);
+  if (contains(m, "table full, dropping")) {
+    Signal sig;
+    sig.kind = Kind::conntrack;
+    return sig;
+  }
+  return std::nullopt;
+}
+
+}  // namespace cmax::signals

@@ -1,0 +1,82 @@
+#pragma once
+// Incidents, not lines: repeats of one signal on one node and device within the catalog's window
+// fold into one incident with a count; an Xid 45 is attributed to the Xid that caused it; a PCIe
+// AER -> Xid 79 -> Xid 154 sequence on one GPU is one incident with the strongest action; a
+// closing signal (nfs OK, link up) resolves the incident it closes. Single-threaded.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "signals/catalog.h"
+#include "signals/prefix.h"
+#include "signals/signal.h"
+
+namespace cmax::signals {
+
+struct Incident {
+  std::string node;
+  Kind kind = Kind::xid;
+  int code = -1;
+  std::string device;   ///< as printed (PCI address, disk, interface, server)
+  std::string subject;  ///< process, switch, server named by the first line
+  Action action = Action::monitor;
+  std::uint64_t count = 0;  ///< lines of the incident's own signal
+  std::string first_seen, last_seen;  ///< timestamps as printed (empty when the log has none)
+  double first_t = 0, last_t = 0;
+  bool has_time = false;
+  std::string sample;   ///< the first original line, clipped
+  std::string origin;   ///< kmsg only: "kernel" or "userspace" (facility != 0)
+  bool resolved = false;  ///< closed by its cancelling signal
+  std::vector<std::string> related;  ///< folded signals ("Xid 45 x3 (attributed)", "aer_fatal x1")
+  std::string reason;   ///< why the action is what it is (catalog, Xid 154, escalation)
+};
+
+/// One classified line with its context.
+struct Event {
+  const std::string* node;  ///< not owned; must outlive add()
+  const LineInfo* info;
+  const Signal* signal;
+  std::string_view line;  ///< the original line
+};
+
+class Correlator {
+ public:
+  explicit Correlator(const Catalog& catalog) : catalog_(catalog) {}
+
+  /// Adds one event. Returns false when the catalog's ignore lists dropped it.
+  bool add(const Event& e);
+  /// The incidents in order of first appearance.
+  const std::vector<Incident>& incidents() const { return incidents_; }
+  std::uint64_t ignored() const { return ignored_; }
+  std::uint64_t unmatched_closes() const { return unmatched_closes_; }
+  /// Past this many incidents, a repeat of a known signal extends its latest incident whatever the
+  /// gap, so memory stays bounded on long, noisy logs. merged_past_cap() counts those lines.
+  static constexpr std::size_t kIncidentCap = 20000;
+  std::uint64_t merged_past_cap() const { return merged_past_cap_; }
+
+ private:
+  struct Key {
+    std::string node;
+    Kind kind;
+    int code;
+    std::string device;
+    bool operator<(const Key& o) const {
+      return std::tie(node, kind, code, device) < std::tie(o.node, o.kind, o.code, o.device);
+    }
+  };
+  Incident& open_incident(const Event& e, Action action);
+  bool within_window(const Incident& inc, const LineInfo& info) const;
+  void touch(Incident& inc, const LineInfo& info);
+  void raise(Incident& inc, Action a, const std::string& why);
+
+  const Catalog& catalog_;
+  std::vector<Incident> incidents_;
+  std::map<Key, std::size_t> latest_;                    ///< last incident per key
+  std::map<std::string, std::size_t> gpu_chain_;         ///< node|gpu -> last GPU-fault incident
+  std::uint64_t ignored_ = 0, unmatched_closes_ = 0, merged_past_cap_ = 0;
+};
+
+}  // namespace cmax::signals

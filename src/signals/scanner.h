@@ -1,0 +1,66 @@
+#pragma once
+// The scan loop: bytes from a source, in bounded chunks of whole lines, through the prefilter;
+// candidate lines through the prefix parser and the classifier; signals into the correlator.
+// Memory is the chunk buffer (4 MiB) plus the incidents, whatever the input size.
+
+#include <cstdint>
+#include <string>
+
+#include "core/result.h"
+#include "signals/correlate.h"
+#include "signals/prefilter.h"
+#include "signals/source.h"
+
+namespace cmax::signals {
+
+struct ScanStats {
+  std::uint64_t bytes = 0;
+  std::uint64_t candidate_lines = 0;  ///< lines holding an anchor literal
+  std::uint64_t signals = 0;          ///< candidates that classified as a signal
+  std::uint64_t skipped_long = 0;     ///< candidate lines longer than the line limit (not parsed)
+  std::uint64_t overlong_lines = 0;   ///< lines longer than the chunk, skipped unread
+  std::uint64_t lost_records = 0;     ///< kmsg records overwritten before they were read
+  std::uint64_t ignored = 0;          ///< dropped by the config's ignore lists
+  std::uint64_t userspace_dropped = 0;  ///< kmsg records from userspace dropped by kernel_origin_only
+};
+
+struct ScanOptions {
+  std::size_t chunk_bytes = 4u << 20;  ///< read buffer, and the window of the memory map
+  std::size_t max_line_bytes = 64u << 10;  ///< candidate lines longer than this are skipped
+  int assumed_year = 1970;                 ///< for syslog stamps without a year
+  bool kernel_origin_only = false;         ///< drop /dev/kmsg records written from userspace
+};
+
+class Scanner {
+ public:
+  static Result<Scanner> create(Correlator& correlator, ScanOptions options = {});
+
+  /// Scans one source. `node` names lines that carry no host field of their own. An error ends
+  /// this source; what was read before it stays in the correlator and the stats.
+  Result<void> scan(ByteSource& source, const std::string& node);
+  /// Scans a file: a plain regular file through a sliding memory map (no copy; pages released
+  /// behind the scan so RSS stays bounded), anything else (gzip, zstd, pipes) through open_file_source.
+  /// Returns what the file was ("path", "path (gzip)").
+  Result<std::string> scan_path(const std::string& path, const std::string& node);
+  /// Scans text already in memory (tests, small inputs).
+  Result<void> scan_text(std::string_view text, const std::string& node);
+  const ScanStats& stats() const { return stats_; }
+
+ private:
+  Scanner(Correlator& c, Prefilter p, ScanOptions o) : correlator_(&c), prefilter_(std::move(p)), options_(o) {}
+  Result<void> scan_lines(std::string_view text, const std::string& node);
+  Result<void> scan_mapped(int fd, std::size_t size, const std::string& path, const std::string& node);
+  void handle_line(std::string_view line, const std::string& node);
+
+  Correlator* correlator_;
+  Prefilter prefilter_;
+  ScanOptions options_;
+  ScanStats stats_;
+  std::string rank_node_;  // scratch for "<node>/task<N>" names
+};
+
+/// Node name from a log file path: "logs/gpu-07.kern.log.gz" -> "gpu-07"; generic names
+/// (kern.log, syslog, messages, dmesg, journal) take their directory's name.
+std::string node_from_path(std::string_view path);
+
+}  // namespace cmax::signals

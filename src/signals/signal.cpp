@@ -1,0 +1,33 @@
+#include "signals/signal.h"
+
+#include <array>
+
+namespace cmax::signals {
+namespace {
+
+constexpr std::array<std::string_view, kActionCount> kActions{"ignore",    "monitor", "restart_app", "reset_gpu",
+                                                              "drain",     "reboot_node", "replace"};
+constexpr std::array<std::string_view, kKindCount> kKinds{
+    "xid",         "sxid",        "soft_lockup", "hard_lockup", "hung_task", "mce",        "edac_ce",
+    "edac_ue",     "aer_corrected", "aer_nonfatal", "aer_fatal", "nvme",     "block_io",   "fs_error",
+    "nfs_timeout", "nfs_ok",      "lustre",      "lustre_conn", "ib_port",   "ib_health",  "net_carrier",
+    "net_link_up", "oom",         "conntrack"};
+
+}  // namespace
+
+std::string_view to_string(Action a) { return kActions[static_cast<int>(a)]; }
+std::string_view to_string(Kind k) { return kKinds[static_cast<int>(k)]; }
+
+std::optional<Action> parse_action(std::string_view s) {
+  for (int i = 0; i < kActionCount; ++i)
+    if (kActions[i] == s) return static_cast<Action>(i);
+  return std::nullopt;
+}
+
+std::optional<Kind> parse_kind(std::string_view s) {
+  for (int i = 0; i < kKindCount; ++i)
+    if (kKinds[i] == s) return static_cast<Kind>(i);
+  return std::nullopt;
+}
+
+}  // namespace cmax::signals

@@ -1,0 +1,60 @@
+#pragma once
+// The signal engine's vocabulary: what a kernel log line says (a Signal), what to do about it
+// (an Action, strongest last), and the grouping of many lines into one Incident.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace cmax::signals {
+
+/// What to do, in increasing strength. Correlation keeps the strongest action of an incident.
+enum class Action : std::uint8_t { ignore, monitor, restart_app, reset_gpu, drain, reboot_node, replace };
+inline constexpr int kActionCount = 7;
+std::string_view to_string(Action a);
+std::optional<Action> parse_action(std::string_view s);
+
+/// Kinds of kernel signals. Stable names (to_string) are part of the cmax.scan/1 schema.
+enum class Kind : std::uint8_t {
+  xid,             ///< NVRM: Xid
+  sxid,            ///< nvidia-nvswitchN: SXid
+  soft_lockup,     ///< watchdog: BUG: soft lockup - CPU#N stuck for Ns!
+  hard_lockup,     ///< watchdog: Watchdog detected hard LOCKUP on cpu N
+  hung_task,       ///< INFO: task NAME:PID blocked for more than N seconds.
+  mce,             ///< mce: [Hardware Error]: ...
+  edac_ce,         ///< EDAC MCn: N CE ...
+  edac_ue,         ///< EDAC MCn: N UE ...
+  aer_corrected,   ///< PCIe Bus Error: severity=Corrected
+  aer_nonfatal,    ///< PCIe Bus Error: severity=Uncorrected (Non-Fatal) / Uncorrectable (Non-Fatal)
+  aer_fatal,       ///< PCIe Bus Error: severity=Uncorrected (Fatal), or AER: ... can't recover
+  nvme,            ///< nvme nvmeN: ... (timeouts, resets, controller errors)
+  block_io,        ///< blk_update_request / I/O error, dev sdX, sector N
+  fs_error,        ///< EXT4-fs error / XFS ... Corruption / Metadata I/O error
+  nfs_timeout,     ///< nfs: server X not responding, still trying
+  nfs_ok,          ///< nfs: server X OK (closes nfs_timeout)
+  lustre,          ///< LustreError: ...
+  lustre_conn,     ///< Lustre: ... Connection to X was lost
+  ib_port,         ///< mlx5_core ...: Port module event: ... Cable unplugged / link down
+  ib_health,       ///< mlx5_core ...: health compromised / ... internal error
+  net_carrier,     ///< ib0: lost carrier / Link is Down
+  net_link_up,     ///< ... Link is Up / carrier on (closes net_carrier)
+  oom,             ///< Out of memory: Killed process N (NAME) / oom-kill:
+  conntrack,       ///< nf_conntrack: table full, dropping packet
+};
+inline constexpr int kKindCount = 24;
+std::string_view to_string(Kind k);
+std::optional<Kind> parse_kind(std::string_view s);
+
+/// One classified line. Views point into the line they came from.
+struct Signal {
+  Kind kind = Kind::xid;
+  int code = -1;               ///< Xid/SXid number, CPU number for lockups; -1 when none
+  std::string_view device;     ///< PCI address as printed ("0000:06:00"), disk, interface, CPU
+  std::string_view subject;    ///< process, server, mount: whatever the line names
+  bool fatal = false;          ///< the line says Fatal / Uncorrectable / UE
+  int recovery_action = -1;    ///< Xid 154: the new recovery action (0-5), else -1
+  int caused_by = -1;          ///< Xid 45 "caused by previous Xid N", else -1
+};
+
+}  // namespace cmax::signals
