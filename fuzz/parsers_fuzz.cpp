@@ -1,12 +1,11 @@
 // libFuzzer target: the audit's pure text parsers (dpkg status, os-release, NVIDIA driver version,
-// KEY=VALUE configs, /proc/modules, /proc/mounts, kmsg records and Xid lines, PCI config space).
+// KEY=VALUE configs, /proc/modules, /proc/mounts, PCI config space).
 
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
 
 #include "audit/parse/dpkg_status.h"
-#include "audit/parse/kmsg_xid.h"
 #include "audit/parse/kv_conf.h"
 #include "audit/parse/nvidia_version.h"
 #include "audit/parse/os_release.h"
@@ -24,8 +23,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   (void)cmax::audit::parse_proc_mounts(in);
   (void)cmax::audit::parse_limits_memlock(in);
   (void)cmax::audit::parse_sysfs_state(in);
-  (void)cmax::audit::parse_kmsg_record(in);
-  (void)cmax::audit::parse_xid(in);
   (void)cmax::audit::has_extended_config(in);
   (void)cmax::audit::parse_pci_ext_caps(in);
   if (auto acs = cmax::audit::parse_acs_control(in)) (void)cmax::audit::describe_acs(*acs);

@@ -16,7 +16,8 @@ constexpr std::string_view kAnchors[] = {
     "Error",          // [Hardware Error], PCIe Bus Error, LustreError
     "error",          // EDAC .. error, AER .. error received, EXT4-fs error, I/O error, XFS log error
     "nvme nvme",      // nvme timeouts and resets
-    "Corrupt",        // XFS corruption
+    "orrupt",         // XFS Corruption / corruption
+    "EDAC MC",        // EDAC MCn: N CE|UE on ... (no "error" in some formats)
     "nfs: server",    // nfs not responding / OK
     "lost",           // lost carrier, Lustre "Connection to X was lost;"
     "Link is ",       // NIC Link is Down / Up
@@ -203,6 +204,7 @@ std::optional<Signal> nvme(std::string_view m) {
   auto colon = rest.find(':');
   if (colon == std::string_view::npos) return std::nullopt;
   std::string_view body = rest.substr(colon + 1);
+  if (contains(body, "Shutdown timeout set")) return std::nullopt;  // a boot notice, not a fault
   if (!(contains(body, "timeout") || contains(body, "I/O error") || contains(body, "controller is down") ||
         contains(body, "Removing after probe failure") || contains(body, "reset") || contains(body, "failed")))
     return std::nullopt;
@@ -214,8 +216,9 @@ std::optional<Signal> nvme(std::string_view m) {
 }
 
 std::optional<Signal> block_io(std::string_view m) {
-  auto at = m.find("I/O error, dev ");
-  std::size_t skip = 15;
+  // "I/O error, dev sda", "critical medium error, dev sda", "Buffer I/O error on dev sda1"
+  auto at = m.find(" error, dev ");
+  std::size_t skip = 12;
   if (at == std::string_view::npos) {
     at = m.find("I/O error on dev ");
     skip = 17;
@@ -241,7 +244,7 @@ std::optional<Signal> fs_error(std::string_view m) {
   auto close = m.find(')', at);
   if (close == std::string_view::npos) return std::nullopt;
   std::string_view body = m.substr(close);
-  if (!(contains(body, "Corruption") || contains(body, "metadata I/O error") || contains(body, "shut down") ||
+  if (!(contains(body, "orruption") || contains(body, "I/O error") || contains(body, "CRC error") || contains(body, "shut down") ||
         contains(body, "Shutting down") || contains(body, "log I/O error")))
     return std::nullopt;
   sig.device = m.substr(at + 5, close - at - 5);
@@ -281,8 +284,8 @@ std::optional<Signal> mlx5(std::string_view m, Kind kind) {
   sig.device = first_pci(m);
   if (kind == Kind::ib_port) {
     if (contains(m, "Cable plugged") || contains(m, "status: Plugged")) return std::nullopt;
-    auto at = m.find("module ");
-    if (at != std::string_view::npos) sig.code = number_at(m.substr(at + 7)).value_or(-1);
+    auto at = m.find("event: module ");
+    if (at != std::string_view::npos) sig.code = number_at(m.substr(at + 14)).value_or(-1);
   }
   sig.fatal = kind == Kind::ib_health;
   return sig;
@@ -292,9 +295,18 @@ std::optional<Signal> carrier(std::string_view m, Kind kind, std::string_view wh
   auto at = m.find(what);
   Signal sig;
   sig.kind = kind;
-  // "ib0: lost carrier", "igb 0000:01:00.0 eno1: NIC Link is Down", "mlx5_core 0000:1a:00.0 ens1: Link is Down"
-  auto colon = m.rfind(':', at);
-  if (colon != std::string_view::npos) sig.device = word_before(m, colon);
+  // "ib0: lost carrier", "igb 0000:01:00.0 eno1: igb: eno1 NIC Link is Down", "mlx5_core 0000:1a:00.0 ens1: Link is Down":
+  // the word before the phrase (skipping "NIC"), without its colon.
+  std::size_t end = at;
+  while (end > 0 && m[end - 1] == ' ') --end;
+  std::string_view word = word_before(m, end);
+  if (word == "NIC") {
+    end -= 3;
+    while (end > 0 && m[end - 1] == ' ') --end;
+    word = word_before(m, end);
+  }
+  while (!word.empty() && word.back() == ':') word.remove_suffix(1);
+  sig.device = word;
   if (sig.device.empty()) return std::nullopt;
   return sig;
 }
@@ -350,7 +362,7 @@ std::optional<Signal> classify(std::string_view m) {
   if (contains(m, "EDAC MC")) return edac(m);
   if (contains(m, "PCIe Bus Error") || contains(m, "AER: ")) return aer(m);
   if (contains(m, "nvme nvme")) return nvme(m);
-  if (contains(m, "I/O error, dev ") || contains(m, "I/O error on dev")) return block_io(m);
+  if (contains(m, " error, dev ") || contains(m, "I/O error on dev")) return block_io(m);
   if (contains(m, "EXT4-fs error") || contains(m, "XFS (")) return fs_error(m);
   if (contains(m, "nfs: server ")) return nfs(m);
   if (contains(m, "LustreError") || contains(m, "was lost")) return lustre(m);

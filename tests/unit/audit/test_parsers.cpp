@@ -6,7 +6,6 @@
 #include <sstream>
 
 #include "audit/parse/dpkg_status.h"
-#include "audit/parse/kmsg_xid.h"
 #include "audit/parse/kv_conf.h"
 #include "audit/parse/nvidia_version.h"
 #include "audit/parse/os_release.h"
@@ -102,44 +101,4 @@ TEST(Sysfs, ModulesMountsLimitsStates) {
   EXPECT_EQ(s->code, 4);
   EXPECT_EQ(s->name, "ACTIVE");
   EXPECT_FALSE(parse_sysfs_state("ACTIVE"));
-}
-
-TEST(KmsgXid, RecordsAndXidLines) {
-  auto r = parse_kmsg_record("11,386,2400315688,-;NVRM: Xid (PCI:0000:3b:00): 79, pid=1, name=test, GPU has fallen off the bus.\n SUBSYSTEM=pci\n");
-  ASSERT_TRUE(r);
-  EXPECT_EQ(r->prio, 11u);
-  EXPECT_EQ(r->facility(), 1u);  // user: a userspace write
-  EXPECT_EQ(r->level(), 3u);
-  EXPECT_EQ(r->seq, 386u);
-  EXPECT_EQ(r->usec, 2400315688u);
-  auto x = parse_xid(r->message);
-  ASSERT_TRUE(x);
-  EXPECT_EQ(x->code, 79u);
-  EXPECT_EQ(x->pci, "0000:3b:00");
-  EXPECT_FALSE(parse_kmsg_record("garbage"));
-  EXPECT_FALSE(parse_kmsg_record("1,2,3"));
-  EXPECT_FALSE(parse_xid("NVRM: Xid (PCI:0000:3b:00): notanumber"));
-  auto mig = parse_xid("NVRM: Xid (PCI:0000:3b:00 GPU-I:05 GPU-CI:01): 43, pid=2, name=x, Ch 0");
-  ASSERT_TRUE(mig);
-  EXPECT_EQ(mig->pci, "0000:3b:00");
-  EXPECT_EQ(mig->code, 43u);
-}
-
-TEST(KmsgXid, EveryXidLineOfTheRealSamplesParses) {
-  std::ifstream in(cmax::test::shared_data_dir() / "xid" / "kernel_log_examples.txt");
-  if (!in) GTEST_SKIP() << "shared/data not present beside the checkout";
-  std::string line;
-  int xid_lines = 0, parsed = 0;
-  while (std::getline(in, line)) {
-    if (line.find("NVRM: Xid (") == std::string::npos) continue;
-    ++xid_lines;
-    auto x = parse_xid(line);
-    ASSERT_TRUE(x) << line;
-    EXPECT_GE(x->code, 1u);
-    EXPECT_LE(x->code, 200u);
-    EXPECT_EQ(x->pci.size(), 10u) << line;  // DDDD:BB:SS
-    ++parsed;
-  }
-  EXPECT_EQ(parsed, xid_lines);
-  EXPECT_GE(parsed, 15);
 }
