@@ -441,6 +441,8 @@ Action Catalog::action_for(const Signal& s) const {
     if (const XidInfo* info = xid(s.code)) return info->action;
   }
   if (s.kind == Kind::sxid && !s.fatal) return Action::monitor;
+  // A corrected machine check ("Corrected error, no action required") is watched, not drained.
+  if (s.kind == Kind::mce && s.corrected) return Action::monitor;
   return kKindDefaults[static_cast<int>(s.kind)].action;
 }
 

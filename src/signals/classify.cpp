@@ -152,6 +152,7 @@ std::optional<Signal> mce(std::string_view m) {
     }
   }
   sig.fatal = contains(m, "Uncorrected") || contains(m, "Fatal") || contains(m, "PCC");
+  sig.corrected = !sig.fatal && contains(m, "Corrected error");
   return sig;
 }
 
@@ -186,6 +187,9 @@ std::optional<Signal> aer(std::string_view m) {
     if (at != std::string_view::npos) sig.device = word_before(m, at);
   } else {
     // "pcieport 0000:00:01.0: AER: Uncorrected (Fatal) error received: 0000:01:00.0"
+    // Real AER reports say "error" ("error received", "no error_detected callback"); the prefilter
+    // relies on it.
+    if (!contains(m, "error")) return std::nullopt;
     if (contains(m, "can't recover") || contains(m, "(Fatal) error received")) sig.kind = Kind::aer_fatal;
     else if (contains(m, "(Non-Fatal) error received") || contains(m, "Uncorrected (Non-Fatal)")) sig.kind = Kind::aer_nonfatal;
     else if (contains(m, "Corrected error received") || contains(m, "Multiple Corrected error")) sig.kind = Kind::aer_corrected;

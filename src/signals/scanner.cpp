@@ -92,7 +92,7 @@ Result<void> Scanner::scan(ByteSource& source, const std::string& node) {
     }
     auto last_nl = data.rfind('\n');
     if (last_nl == std::string_view::npos || last_nl < start) {
-      if (filled == buf.size()) {  // one line fills the whole buffer: skip it
+      if (start == 0 && filled == buf.size()) {  // one line fills the whole buffer: skip it
         ++stats_.overlong_lines;
         skipping = true;
         carry = 0;
@@ -188,8 +188,11 @@ std::string node_from_path(std::string_view path) {
       }
     }
     // rotated logs: kern.log.1, syslog.2
+    // "kern.log.1" -> "kern.log", but never into an address ("10.0.0.5" stays whole).
     auto dot = name.rfind('.');
-    if (dot != std::string_view::npos && dot + 1 < name.size() &&
+    bool has_letter = name.substr(0, dot == std::string_view::npos ? 0 : dot).find_first_not_of("0123456789.") !=
+                      std::string_view::npos;
+    if (dot != std::string_view::npos && dot + 1 < name.size() && has_letter &&
         name.substr(dot + 1).find_first_not_of("0123456789") == std::string_view::npos) {
       name = name.substr(0, dot);
       changed = true;

@@ -53,6 +53,7 @@ struct Signal {
   std::string_view device;     ///< PCI address as printed ("0000:06:00"), disk, interface, CPU
   std::string_view subject;    ///< process, server, mount: whatever the line names
   bool fatal = false;          ///< the line says Fatal / Uncorrectable / UE
+  bool corrected = false;      ///< MCE: the line says the error was corrected
   int recovery_action = -1;    ///< Xid 154: the new recovery action (0-5), else -1
   int caused_by = -1;          ///< Xid 45 "caused by previous Xid N", else -1
 };

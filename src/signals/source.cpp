@@ -53,9 +53,13 @@ class GzipSource final : public ByteSource {
   Result<std::size_t> read(char* buf, std::size_t cap) override {
     unsigned want = static_cast<unsigned>(std::min<std::size_t>(cap, 1u << 30));
     int n = gzread(f_, buf, want);
+    int code = Z_OK;
+    if (n == 0) gzerror(f_, &code);  // a stream cut short reads as 0 bytes with Z_BUF_ERROR
+    if (n == 0 && code == Z_BUF_ERROR)
+      return fail("decompress {}: the gzip stream ends early (truncated file?)", path_);
     if (n < 0) {
-      int code = 0;
-      const char* msg = gzerror(f_, &code);
+      int err_code = 0;
+      const char* msg = gzerror(f_, &err_code);
       return fail("decompress {}: {} (truncated or damaged gzip file?)", path_, msg ? msg : "error");
     }
     return static_cast<std::size_t>(n);

@@ -1,0 +1,127 @@
+// libFuzzer target: prefix parser + classifier on each line, then the whole scan (prefilter,
+// classifier, correlator) on the input, in memory and in small chunks. Invariants: every line
+// classify() recognises holds one of anchor_literals() (else the prefilter would never hand it
+// over), a signal's device and subject lie inside its message, and a chunked scan finds the same
+// incidents as an in-memory scan of the input without its lines longer than the chunk (those are
+// skipped unread, and nothing else may be).
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "signals/catalog.h"
+#include "signals/classify.h"
+#include "signals/correlate.h"
+#include "signals/prefix.h"
+#include "signals/scanner.h"
+#include "signals/source.h"
+
+namespace {
+
+using namespace cmax::signals;
+
+constexpr std::size_t kChunkBytes = 256;
+
+void check(bool ok) {
+  if (!ok) std::abort();
+}
+
+bool inside(std::string_view part, std::string_view whole) {
+  return part.empty() ||
+         (part.data() >= whole.data() && part.data() + part.size() <= whole.data() + whole.size());
+}
+
+const Catalog& catalog() {
+  static const Catalog c = [] {
+    auto r = Catalog::builtin();
+    check(static_cast<bool>(r));
+    return std::move(r).value();
+  }();
+  return c;
+}
+
+// The input as a source that hands out at most `max_read` bytes a call (short reads, like a pipe).
+class MemorySource final : public ByteSource {
+ public:
+  MemorySource(std::string_view data, std::size_t max_read) : data_(data), max_read_(max_read) {}
+  cmax::Result<std::size_t> read(char* buf, std::size_t cap) override {
+    std::size_t n = std::min({cap, data_.size() - pos_, max_read_});
+    std::memcpy(buf, data_.data() + pos_, n);
+    pos_ += n;
+    return n;
+  }
+  std::string describe() const override { return "fuzz input"; }
+
+ private:
+  std::string_view data_;
+  std::size_t max_read_;
+  std::size_t pos_ = 0;
+};
+
+void classify_line(std::string_view line) {
+  auto info = parse_line_prefix(line, 2024);
+  auto sig = classify(info.message);
+  if (!sig) return;
+  bool anchored = false;
+  for (std::string_view a : anchor_literals()) anchored |= info.message.find(a) != std::string_view::npos;
+  check(anchored);
+  check(inside(sig->device, info.message));
+  check(inside(sig->subject, info.message));
+  (void)to_string(sig->kind);
+  (void)to_string(catalog().action_for(*sig));
+}
+
+std::vector<std::string> summary(const Correlator& c) {
+  std::vector<std::string> out;
+  for (const auto& i : c.incidents())
+    out.push_back(i.node + "|" + std::string(to_string(i.kind)) + "|" + std::to_string(i.code) + "|" + i.device +
+                  "|" + std::to_string(i.count) + "|" + std::string(to_string(i.action)) +
+                  (i.resolved ? "|resolved" : "|open"));
+  return out;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  std::string_view input(reinterpret_cast<const char*>(data), size);
+  std::string fitting;  // the input with every line that cannot fit in one chunk emptied
+  for (std::string_view rest = input; !rest.empty();) {
+    auto nl = rest.find('\n');
+    std::string_view line = rest.substr(0, nl);
+    classify_line(line);
+    if (line.size() < kChunkBytes) fitting += line;
+    if (nl == std::string_view::npos) break;
+    fitting += '\n';
+    rest.remove_prefix(nl + 1);
+  }
+
+  Correlator whole(catalog());
+  auto scanner = Scanner::create(whole);
+  check(static_cast<bool>(scanner));
+  check(static_cast<bool>(scanner->scan_text(input, "fuzz")));
+  std::vector<std::string> expected = summary(whole);
+  if (fitting != input) {
+    Correlator fit(catalog());
+    auto fit_scanner = Scanner::create(fit);
+    check(static_cast<bool>(fit_scanner));
+    check(static_cast<bool>(fit_scanner->scan_text(fitting, "fuzz")));
+    expected = summary(fit);
+  }
+
+  ScanOptions small;
+  small.chunk_bytes = kChunkBytes;
+  Correlator chunked(catalog());
+  auto chunk_scanner = Scanner::create(chunked, small);
+  check(static_cast<bool>(chunk_scanner));
+  // Odd sizes read like a file (full buffers), even sizes like a pipe (short reads).
+  MemorySource source(input, size % 2 ? size : 1 + size % 301);
+  check(static_cast<bool>(chunk_scanner->scan(source, "fuzz")));
+  check(chunk_scanner->stats().bytes == size);
+  check(summary(chunked) == expected);
+  return 0;
+}
