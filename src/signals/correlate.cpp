@@ -47,15 +47,21 @@ bool Correlator::within_window(const Incident& inc, const LineInfo& info) const 
   return info.time - inc.last_t <= catalog_.window_s() && info.time >= inc.first_t - catalog_.window_s();
 }
 
+// The time as the log printed it; /dev/kmsg records print microseconds, shown the dmesg way.
+static std::string stamp_of(const LineInfo& info) {
+  if (info.kmsg_prio >= 0) return fmt::format("[{:.6f}]", info.time);
+  return std::string(info.stamp);
+}
+
 void Correlator::touch(Incident& inc, const LineInfo& info) {
   if (info.has_time) {
     if (!inc.has_time) {
       inc.first_t = info.time;
-      inc.first_seen = std::string(info.stamp);
+      inc.first_seen = stamp_of(info);
       inc.has_time = true;
     }
     inc.last_t = info.time;
-    inc.last_seen = std::string(info.stamp);
+    inc.last_seen = stamp_of(info);
   }
 }
 
@@ -101,7 +107,7 @@ bool Correlator::add(const Event& e) {
     Incident& inc = incidents_[it->second];
     inc.resolved = true;
     bump_related(inc, std::string(to_string(s.kind)));
-    if (e.info->has_time) inc.last_seen = std::string(e.info->stamp);
+    if (e.info->has_time) inc.last_seen = stamp_of(*e.info);
     latest_.erase(it);
     return true;
   }
