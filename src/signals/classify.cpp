@@ -62,17 +62,27 @@ std::string_view first_pci(std::string_view s) {
   return {};
 }
 
-std::optional<Signal> xid(std::string_view m) {
-  auto at = m.find("NVRM: Xid (");
-  std::string_view s = m.substr(at + 11);
+// "<tag>PCI:0000:3b:00 ...): rest" -> inside = "0000:3b:00 ...", rest = " rest". False when the
+// closing "):" is missing or further than `max_inside` characters.
+bool split_tagged(std::string_view m, std::string_view tag, std::size_t max_inside, std::string_view& inside,
+                  std::string_view& rest) {
+  auto at = m.find(tag);
+  if (at == std::string_view::npos) return false;
+  std::string_view s = m.substr(at + tag.size());
   auto close = s.find("):");
-  if (close == std::string_view::npos || close > 96) return std::nullopt;
+  if (close == std::string_view::npos || close > max_inside) return false;
+  inside = s.substr(0, close);
+  if (inside.starts_with("PCI:")) inside.remove_prefix(4);
+  rest = s.substr(close + 2);
+  return true;
+}
+
+std::optional<Signal> xid(std::string_view m) {
+  std::string_view inside, s;
+  if (!split_tagged(m, "NVRM: Xid (", 96, inside, s)) return std::nullopt;
   Signal sig;
   sig.kind = Kind::xid;
-  std::string_view inside = s.substr(0, close);
-  if (inside.starts_with("PCI:")) inside.remove_prefix(4);
-  sig.device = inside.substr(0, inside.find(' '));
-  s.remove_prefix(close + 2);
+  sig.device = inside.substr(0, inside.find(' '));  // without " GPU-I:NN GPU-CI:NN"
   auto code = number_at(s);
   if (!code || *code <= 0 || *code > 9999) return std::nullopt;
   sig.code = *code;
@@ -94,18 +104,14 @@ std::optional<Signal> xid(std::string_view m) {
 }
 
 std::optional<Signal> sxid(std::string_view m) {
-  auto at = m.find("SXid (");
-  std::string_view s = m.substr(at + 6);
-  auto close = s.find("):");
-  if (close == std::string_view::npos || close > 64) return std::nullopt;
+  std::string_view inside, s;
+  if (!split_tagged(m, "SXid (", 64, inside, s)) return std::nullopt;
   Signal sig;
   sig.kind = Kind::sxid;
-  std::string_view inside = s.substr(0, close);
-  if (inside.starts_with("PCI:")) inside.remove_prefix(4);
   sig.device = inside;
+  auto at = m.find("SXid (");
   auto colon = m.rfind(':', at);
   if (colon != std::string_view::npos) sig.subject = word_before(m, colon);  // nvidia-nvswitchN
-  s.remove_prefix(close + 2);
   auto code = number_at(s);
   if (!code || *code <= 0) return std::nullopt;
   sig.code = *code;
