@@ -23,12 +23,15 @@ Verdict pred_kernel_cves(const CheckContext& ctx, const Check&) {
     return verdict(Outcome::unverified, release->text, {}, fmt::format("no kernel CVEs in {}", ctx.floors.origin));
   std::string distro(ctx.facts.value_or("os.distro"));
   std::string package(ctx.facts.value_or("kernel.package_version"));
+  // Where the distro names the upstream release behind its kernel, judge that, not "5.15.0".
+  core::Version upstream = *release;
+  if (auto u = core::parse_version(ctx.facts.value_or("kernel.upstream_version")); u) upstream = std::move(*u);
   Verdict v;
   v.observed = package.empty() ? release->text : fmt::format("{} (package {})", release->text, package);
   v.expected = "no known privilege-escalation CVE";
   std::vector<std::string> vulnerable, basis;
   for (const auto& cve : ctx.floors.kernel_cves) {
-    auto kv = evaluate_kernel_cve(cve, *release, distro, package);
+    auto kv = evaluate_kernel_cve(cve, upstream, distro, package);
     basis.push_back(fmt::format("{}: {}", cve.id, kv.basis));
     if (kv.status == KernelCveVerdict::Status::vulnerable) {
       vulnerable.push_back(cve.id);

@@ -54,6 +54,10 @@ void collect_kernel(const CollectContext& ctx, Facts& facts) {
   std::string err;
   auto signature = read_optional(ctx, "/proc/version_signature", &err);
   std::string pkg = kernel_package_version(version.value_or(""), signature.value_or(""));
+  std::string upstream = kernel_upstream_version(pkg, signature.value_or(""));
+  if (!upstream.empty())
+    facts.present("kernel.upstream_version", upstream, signature ? "/proc/version_signature" : "/proc/version",
+                  "the upstream release the distro kernel is built from");
   if (!pkg.empty())
     facts.present("kernel.package_version", pkg, signature ? "/proc/version_signature" : "/proc/version");
   else

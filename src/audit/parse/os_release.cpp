@@ -32,4 +32,16 @@ std::string kernel_package_version(std::string_view proc_version, std::string_vi
   return std::string(v);
 }
 
+std::string kernel_upstream_version(std::string_view package_version, std::string_view version_signature) {
+  version_signature = core::trim(version_signature);
+  if (version_signature.starts_with("Ubuntu ")) {
+    auto last = version_signature.rfind(' ');
+    auto v = version_signature.substr(last + 1);
+    if (!v.empty() && v[0] >= '0' && v[0] <= '9') return std::string(v);
+    return {};
+  }
+  if (package_version.empty()) return {};
+  return std::string(package_version.substr(0, package_version.find('-')));
+}
+
 }  // namespace cmax::audit

@@ -102,6 +102,15 @@ TEST(SecurityChecks, KernelCves) {
   auto vanilla = run_check_by_id("security.kernel.cves", up);
   EXPECT_EQ(vanilla.outcome, Outcome::fail);
   EXPECT_NE(std::find(vanilla.cves.begin(), vanilla.cves.end(), "CVE-2022-0847"), vanilla.cves.end());
+  Facts ubuntu;  // Ubuntu keeps "5.15.0" in the release; the signature names the real upstream release
+  ubuntu.present("kernel.release", "5.15.0-101-generic", "/proc/sys/kernel/osrelease");
+  ubuntu.present("os.distro", "ubuntu-22.04", "/etc/os-release");
+  ubuntu.present("kernel.package_version", "5.15.0-101.111", "/proc/version_signature");
+  ubuntu.present("kernel.upstream_version", "5.15.143", "/proc/version_signature");
+  EXPECT_EQ(outcome("security.kernel.cves", ubuntu), Outcome::pass);
+  ubuntu.present("kernel.package_version", "5.15.0-97.107", "/proc/version_signature");
+  auto jammy_old = run_check_by_id("security.kernel.cves", ubuntu);
+  EXPECT_EQ(jammy_old.outcome, Outcome::fail);  // the distro entry for CVE-2024-1086 says 5.15.0-101.111
   Facts distro_unknown;
   distro_unknown.present("kernel.release", "5.15.0-25-generic", "/proc/sys/kernel/osrelease");
   EXPECT_EQ(outcome("security.kernel.cves", distro_unknown), Outcome::warn);

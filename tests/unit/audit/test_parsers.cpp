@@ -72,6 +72,9 @@ TEST(OsRelease, QuotedValuesAndKernelPackageVersion) {
   EXPECT_EQ(kernel_package_version("Linux version 5.15.0-97-generic ...", "Ubuntu 5.15.0-97.107-generic 5.15.131"),
             "5.15.0-97.107");
   EXPECT_EQ(kernel_package_version("Linux version 6.18.44 (root@build) #1 SMP", ""), "");
+  EXPECT_EQ(kernel_upstream_version("5.15.0-101.111", "Ubuntu 5.15.0-101.111-generic 5.15.143"), "5.15.143");
+  EXPECT_EQ(kernel_upstream_version("6.1.76-1", ""), "6.1.76");
+  EXPECT_EQ(kernel_upstream_version("", ""), "");
 }
 
 TEST(KvConf, CommentsQuotesAndLastWins) {
