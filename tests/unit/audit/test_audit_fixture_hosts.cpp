@@ -61,8 +61,9 @@ std::map<std::string, Outcome> audit_of(const TempHost& t) {
   std::map<std::string, Outcome> out;
   for (const auto& f : r->findings) {
     out[f.check_id] = f.outcome;
-    if (f.outcome == Outcome::not_applicable || f.outcome == Outcome::unverified)
+    if (f.outcome == Outcome::not_applicable || f.outcome == Outcome::unverified) {
       EXPECT_FALSE(f.reason.empty()) << f.check_id;
+    }
   }
   return out;
 }
