@@ -3,6 +3,9 @@
 #include <hs/hs.h>
 
 #include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <utility>
 #include <vector>
 
@@ -33,7 +36,9 @@ int on_match(unsigned int, unsigned long long, unsigned long long to, unsigned i
 
 }  // namespace
 
-Result<Prefilter> Prefilter::create(std::span<const std::string_view> literals) {
+namespace {
+
+Result<hs_database_t*> compile(std::span<const std::string_view> literals) {
   std::vector<const char*> exprs;
   std::vector<std::size_t> lens;
   std::vector<unsigned> flags, ids;
@@ -52,20 +57,63 @@ Result<Prefilter> Prefilter::create(std::span<const std::string_view> literals) 
     hs_free_compile_error(err);
     return fail("compile the kernel-log prefilter: literal {}: {}", which, msg);
   }
+  return db;
+}
+
+}  // namespace
+
+Result<Prefilter> Prefilter::create(std::span<const std::string_view> literals) {
+  auto db = compile(literals);
+  if (!db) return Unexpected<Error>{db.error()};
   hs_scratch_t* scratch = nullptr;
-  if (hs_alloc_scratch(db, &scratch) != HS_SUCCESS) {
-    hs_free_database(db);
+  if (hs_alloc_scratch(*db, &scratch) != HS_SUCCESS) {
+    hs_free_database(*db);
     return fail("allocate the kernel-log prefilter's scratch space: out of memory");
   }
-  return Prefilter(db, scratch);
+  return Prefilter(*db, scratch, true);
+}
+
+// Hyperscan aligns the databases it allocates, so a cached database is held through an interior
+// pointer, which leak checkers report. The shared databases are allocated here instead, with the
+// allocation's start kept reachable for the life of the process.
+static void* shared_db_alloc(std::size_t size) {
+  static std::vector<std::unique_ptr<char[]>> keep;
+  keep.push_back(std::make_unique<char[]>(size + 64));
+  return keep.back().get();
+}
+static void shared_db_free(void*) {}
+
+Result<Prefilter> Prefilter::create_shared(std::span<const std::string_view> static_literals) {
+  static std::mutex mu;
+  static std::map<const std::string_view*, hs_database_t*> cache;  // lives for the process
+  hs_database_t* db = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = cache.find(static_literals.data());
+    if (it != cache.end()) {
+      db = it->second;
+    } else {
+      hs_set_database_allocator(shared_db_alloc, shared_db_free);
+      auto compiled = compile(static_literals);
+      hs_set_database_allocator(nullptr, nullptr);
+      if (!compiled) return Unexpected<Error>{compiled.error()};
+      db = cache[static_literals.data()] = *compiled;
+    }
+  }
+  hs_scratch_t* scratch = nullptr;
+  if (hs_alloc_scratch(db, &scratch) != HS_SUCCESS)
+    return fail("allocate the kernel-log prefilter's scratch space: out of memory");
+  return Prefilter(db, scratch, false);
 }
 
 Prefilter::Prefilter(Prefilter&& other) noexcept
-    : db_(std::exchange(other.db_, nullptr)), scratch_(std::exchange(other.scratch_, nullptr)) {}
+    : db_(std::exchange(other.db_, nullptr)),
+      scratch_(std::exchange(other.scratch_, nullptr)),
+      owns_db_(other.owns_db_) {}
 
 Prefilter::~Prefilter() {
   if (scratch_) hs_free_scratch(scratch_);
-  if (db_) hs_free_database(db_);
+  if (db_ && owns_db_) hs_free_database(db_);
 }
 
 Result<void> Prefilter::scan(std::string_view text, const std::function<void(std::size_t, std::size_t)>& on_line) {

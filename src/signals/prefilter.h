@@ -20,6 +20,9 @@ class Prefilter {
  public:
   /// Compiles the literals. An error names the literal Hyperscan rejected.
   static Result<Prefilter> create(std::span<const std::string_view> literals);
+  /// Like create(), but the compiled database is made once per process for a static literal
+  /// table (keyed by its address) and shared; each Prefilter still owns its scratch space.
+  static Result<Prefilter> create_shared(std::span<const std::string_view> static_literals);
   Prefilter(Prefilter&& other) noexcept;
   Prefilter& operator=(Prefilter&&) = delete;
   Prefilter(const Prefilter&) = delete;
@@ -30,9 +33,10 @@ class Prefilter {
   Result<void> scan(std::string_view text, const std::function<void(std::size_t, std::size_t)>& on_line);
 
  private:
-  Prefilter(hs_database* db, hs_scratch* scratch) : db_(db), scratch_(scratch) {}
+  Prefilter(hs_database* db, hs_scratch* scratch, bool owns_db) : db_(db), scratch_(scratch), owns_db_(owns_db) {}
   hs_database* db_ = nullptr;
   hs_scratch* scratch_ = nullptr;
+  bool owns_db_ = true;
 };
 
 }  // namespace cmax::signals

@@ -18,7 +18,7 @@
 namespace cmax::signals {
 
 Result<Scanner> Scanner::create(Correlator& correlator, ScanOptions options) {
-  auto p = Prefilter::create(anchor_literals());
+  auto p = Prefilter::create_shared(anchor_literals());
   if (!p) return Unexpected<Error>{p.error()};
   return Scanner(correlator, std::move(*p), options);
 }
