@@ -66,11 +66,8 @@ int run_scan(const ScanFlags& f) {
     if (auto r = catalog->apply_config(ss.str(), f.config); !r) return environment_error(r.error().message);
   }
   core::SystemClock clock;
-  auto now = std::chrono::system_clock::to_time_t(clock.now());
-  std::tm tm{};
-  ::gmtime_r(&now, &tm);
   signals::ScanOptions opt;
-  opt.assumed_year = tm.tm_year + 1900;
+  opt.assumed_year = core::utc_year(clock.now());
   opt.kernel_origin_only = f.kernel_only;
   signals::Correlator correlator(*catalog);
   auto scanner = signals::Scanner::create(correlator, opt);
@@ -78,28 +75,20 @@ int run_scan(const ScanFlags& f) {
 
   report::ScanReport rep;
   auto t0 = std::chrono::steady_clock::now();
+  auto note_error = [&](const Error& e) {
+    rep.errors.push_back(e.message);
+    fmt::print(stderr, "cmax scan: {} (results so far are kept)\n", e.message);
+  };
   auto scan_one = [&](Result<std::unique_ptr<signals::ByteSource>> src, const std::string& node) {
-    if (!src) {
-      rep.errors.push_back(src.error().message);
-      fmt::print(stderr, "cmax scan: {}\n", src.error().message);
-      return;
-    }
+    if (!src) return note_error(src.error());
     rep.sources.push_back((*src)->describe());
-    if (auto r = scanner->scan(**src, node); !r) {
-      rep.errors.push_back(r.error().message);
-      fmt::print(stderr, "cmax scan: {} (results so far are kept)\n", r.error().message);
-    }
+    if (auto r = scanner->scan(**src, node); !r) note_error(r.error());
   };
   if (!f.files.empty()) {
     for (const auto& path : f.files) {
       auto what = scanner->scan_path(path, f.node.empty() ? signals::node_from_path(path) : f.node);
-      if (what) {
-        rep.sources.push_back(*what);
-      } else {
-        rep.sources.push_back(path);
-        rep.errors.push_back(what.error().message);
-        fmt::print(stderr, "cmax scan: {} (results so far are kept)\n", what.error().message);
-      }
+      rep.sources.push_back(what ? *what : path);
+      if (!what) note_error(what.error());
     }
   } else if (f.journal) {
     auto secs = parse_duration(f.since);

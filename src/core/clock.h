@@ -32,6 +32,9 @@ class FixedClock final : public Clock {
 /// "2026-12-02T12:21:22Z" (RFC 3339, UTC, seconds).
 std::string format_utc(std::chrono::system_clock::time_point t);
 
+/// The UTC calendar year of `t` (dates syslog stamps, which print none).
+int utc_year(std::chrono::system_clock::time_point t);
+
 /// "20261202T122122Z": a UTC stamp safe in file names, sortable.
 std::string format_utc_compact(std::chrono::system_clock::time_point t);
 

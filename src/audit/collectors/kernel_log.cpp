@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "audit/collectors/collector.h"
+#include "core/clock.h"
 #include "core/strings.h"
 #include "signals/catalog.h"
 #include "signals/scanner.h"
@@ -60,8 +61,7 @@ void collect_kernel_log(const CollectContext& ctx, Facts& facts) {
   signals::Correlator correlator(*catalog);
   signals::ScanOptions opt;
   // Syslog stamps print no year: date them in the current one.
-  std::chrono::year_month_day today(std::chrono::floor<std::chrono::days>(std::chrono::system_clock::now()));
-  opt.assumed_year = static_cast<int>(today.year());
+  opt.assumed_year = core::utc_year(std::chrono::system_clock::now());
   auto scanner = signals::Scanner::create(correlator, opt);
   if (!scanner) {
     facts.error("kernel_log.xid_count", "cmax", scanner.error().message);
@@ -90,8 +90,9 @@ void collect_kernel_log(const CollectContext& ctx, Facts& facts) {
   std::string sources;
   for (std::string_view path : {"/var/log/kern.log", "/var/log/kern.log.1", "/var/log/messages", "/var/log/syslog"}) {
     if (!ctx.host.exists(path)) continue;
-    auto r = scanner->scan_path(ctx.host.resolve(path), "host");
-    if (!r) continue;
+    // Through HostRoot, so an image's absolute symlinks resolve inside the image.
+    auto text = ctx.host.read_prefix(path, 256u << 20);
+    if (!text || !scanner->scan_text(*text, "host")) continue;
     sources += (sources.empty() ? "" : ", ") + std::string(path);
   }
   if (sources.empty()) {
