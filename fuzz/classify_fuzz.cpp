@@ -1,7 +1,8 @@
 // libFuzzer target: prefix parser + classifier on each line, then the whole scan (prefilter,
 // classifier, correlator) on the input, in memory and in small chunks. Invariants: every line
 // classify() recognises holds one of anchor_literals() (else the prefilter would never hand it
-// over), a signal's device and subject lie inside its message, and a chunked scan finds the same
+// over), classify(m, anchors) returns what classify(m) returns whenever `anchors` holds the anchors
+// in m (as the scanner passes them), a signal's device and subject lie inside its message, and a chunked scan finds the same
 // incidents as an in-memory scan of the input without its lines longer than the chunk (those are
 // skipped unread, and nothing else may be).
 
@@ -10,6 +11,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -63,13 +65,28 @@ class MemorySource final : public ByteSource {
   std::size_t pos_ = 0;
 };
 
+bool same(const std::optional<Signal>& a, const std::optional<Signal>& b) {
+  if (!a || !b) return !a && !b;
+  return a->kind == b->kind && a->code == b->code && a->device == b->device && a->subject == b->subject &&
+         a->fatal == b->fatal && a->corrected == b->corrected && a->recovery_action == b->recovery_action &&
+         a->caused_by == b->caused_by;
+}
+
+AnchorSet anchors_in(std::string_view text) {
+  AnchorSet set = 0;
+  auto a = anchor_literals();
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (text.find(a[i]) != std::string_view::npos) set |= AnchorSet{1} << i;
+  return set;
+}
+
 void classify_line(std::string_view line) {
   auto info = parse_line_prefix(line, 2024);
   auto sig = classify(info.message);
+  check(same(classify(info.message, anchors_in(info.message)), sig));  // the least it may be given
+  check(same(classify(info.message, anchors_in(line)), sig));          // what the scanner gives
   if (!sig) return;
-  bool anchored = false;
-  for (std::string_view a : anchor_literals()) anchored |= info.message.find(a) != std::string_view::npos;
-  check(anchored);
+  check(anchors_in(info.message) != 0);
   check(inside(sig->device, info.message));
   check(inside(sig->subject, info.message));
   (void)to_string(sig->kind);

@@ -5,26 +5,35 @@
 namespace cmax::signals {
 namespace {
 
-// The prefilter's literals: every line classify() recognises holds at least one (a test checks
-// this over the golden lines). Few and selective on purpose: Hyperscan's Teddy matcher runs at
-// memory speed for small sets, and each false candidate costs a classify() call.
-constexpr std::string_view kAnchors[] = {
-    "Xid (",          // NVRM: Xid, SXid
-    "lockup",         // soft lockup
-    "LOCKUP",         // hard LOCKUP
+// The prefilter's literals. Each branch of classify() tests for a phrase that holds one of them
+// (the comment names which), so a branch can be skipped when its anchor is absent from the line and
+// classify(m, present) returns exactly what classify(m) returns. A test checks that every line
+// classify() recognises holds an anchor. Each false candidate costs a classify() call: keep them
+// selective.
+enum Anchor : unsigned {
+  kXid, kLockup, kLOCKUP, kBlocked, kError, kerror, kNvme, kOrrupt, kEdac, kNfs, kLost, kLink, kPort,
+  kHealth, kKilled, kTable, kAer, kXfs, kAnchorCount
+};
+static_assert(kAnchorCount <= 64, "AnchorSet has 64 bits");
+constexpr std::string_view kAnchors[kAnchorCount] = {
+    "Xid (",             // NVRM: Xid, SXid
+    "lockup",            // soft lockup
+    "LOCKUP",            // hard LOCKUP
     "blocked for more",  // hung task
-    "Error",          // [Hardware Error], PCIe Bus Error, LustreError
-    "error",          // EDAC .. error, AER .. error received, EXT4-fs error, I/O error, XFS log error
-    "nvme nvme",      // nvme timeouts and resets
-    "orrupt",         // XFS Corruption / corruption
-    "EDAC MC",        // EDAC MCn: N CE|UE on ... (no "error" in some formats)
-    "nfs: server",    // nfs not responding / OK
-    "lost",           // lost carrier, Lustre "Connection to X was lost;"
-    "Link is ",       // NIC Link is Down / Up
-    "Port module",    // mlx5 port module events
-    "health comp",    // mlx5 health compromised
-    "Killed proc",    // OOM killer
-    "table full",     // nf_conntrack
+    "Error",             // [Hardware Error], PCIe Bus Error, LustreError
+    "error",             // EDAC .. error, AER .. error received, EXT4-fs error, I/O error, XFS log error
+    "nvme nvme",         // nvme timeouts and resets
+    "orrupt",            // XFS Corruption / corruption
+    "EDAC MC",           // EDAC MCn: N CE|UE on ... (no "error" in some formats)
+    "nfs: server",       // nfs not responding / OK
+    "lost",              // lost carrier, Lustre "Connection to X was lost;"
+    "Link is ",          // NIC Link is Down / Up
+    "Port module",       // mlx5 port module events
+    "health comp",       // mlx5 health compromised
+    "Killed proc",       // OOM killer
+    "table full",        // nf_conntrack
+    "AER: ",             // AER reports (their branch decides the line even without "error")
+    "XFS (",             // XFS shutdowns ("Filesystem has been shut down", no "error")
 };
 
 bool digit(char c) { return c >= '0' && c <= '9'; }
@@ -362,27 +371,32 @@ std::string_view pci_without_function(std::string_view pci) {
   return dot != std::string_view::npos && dot + 2 == pci.size() ? pci.substr(0, dot) : pci;
 }
 
-std::optional<Signal> classify(std::string_view m) {
-  if (contains(m, "NVRM: Xid (")) return xid(m);
-  if (contains(m, "SXid (")) return sxid(m);
-  if (contains(m, "soft lockup")) return lockup(m, Kind::soft_lockup);
-  if (contains(m, "hard LOCKUP")) return lockup(m, Kind::hard_lockup);
-  if (contains(m, "blocked for more than") && contains(m, "INFO: task ")) return hung_task(m);
-  if (contains(m, "[Hardware Error]")) return mce(m);
-  if (contains(m, "EDAC MC")) return edac(m);
-  if (contains(m, "PCIe Bus Error") || contains(m, "AER: ")) return aer(m);
-  if (contains(m, "nvme nvme")) return nvme(m);
-  if (contains(m, " error, dev ") || contains(m, "I/O error on dev")) return block_io(m);
-  if (contains(m, "EXT4-fs error") || contains(m, "XFS (")) return fs_error(m);
-  if (contains(m, "nfs: server ")) return nfs(m);
-  if (contains(m, "LustreError") || contains(m, "was lost")) return lustre(m);
-  if (contains(m, "Port module event")) return mlx5(m, Kind::ib_port);
-  if (contains(m, "health compromised")) return mlx5(m, Kind::ib_health);
-  if (contains(m, "lost carrier")) return carrier(m, Kind::net_carrier, "lost carrier");
-  if (contains(m, "Link is Down")) return carrier(m, Kind::net_carrier, "Link is Down");
-  if (contains(m, "Link is Up")) return carrier(m, Kind::net_link_up, "Link is Up");
-  if (contains(m, "Killed process") && (contains(m, "Out of memory") || contains(m, "out of memory") || contains(m, "oom"))) return oom(m);
-  if (contains(m, "table full, dropping")) {
+std::optional<Signal> classify(std::string_view m) { return classify(m, ~AnchorSet{0}); }
+
+std::optional<Signal> classify(std::string_view m, AnchorSet present) {
+  // has(a, "phrase"): the phrase holds anchor a, so without a in the line it cannot be there.
+  auto has = [&](Anchor a, std::string_view phrase) { return (present >> a & 1) && contains(m, phrase); };
+  if (has(kXid, "NVRM: Xid (")) return xid(m);
+  if (has(kXid, "SXid (")) return sxid(m);
+  if (has(kLockup, "soft lockup")) return lockup(m, Kind::soft_lockup);
+  if (has(kLOCKUP, "hard LOCKUP")) return lockup(m, Kind::hard_lockup);
+  if (has(kBlocked, "blocked for more than") && contains(m, "INFO: task ")) return hung_task(m);
+  if (has(kError, "[Hardware Error]")) return mce(m);
+  if (has(kEdac, "EDAC MC")) return edac(m);
+  if (has(kError, "PCIe Bus Error") || has(kAer, "AER: ")) return aer(m);
+  if (has(kNvme, "nvme nvme")) return nvme(m);
+  if (has(kerror, " error, dev ") || has(kerror, "I/O error on dev")) return block_io(m);
+  if (has(kerror, "EXT4-fs error") || has(kXfs, "XFS (")) return fs_error(m);
+  if (has(kNfs, "nfs: server ")) return nfs(m);
+  if (has(kError, "LustreError") || has(kLost, "was lost")) return lustre(m);
+  if (has(kPort, "Port module event")) return mlx5(m, Kind::ib_port);
+  if (has(kHealth, "health compromised")) return mlx5(m, Kind::ib_health);
+  if (has(kLost, "lost carrier")) return carrier(m, Kind::net_carrier, "lost carrier");
+  if (has(kLink, "Link is Down")) return carrier(m, Kind::net_carrier, "Link is Down");
+  if (has(kLink, "Link is Up")) return carrier(m, Kind::net_link_up, "Link is Up");
+  if (has(kKilled, "Killed process") && (contains(m, "Out of memory") || contains(m, "out of memory") || contains(m, "oom")))
+    return oom(m);
+  if (has(kTable, "table full, dropping")) {
     Signal sig;
     sig.kind = Kind::conntrack;
     return sig;

@@ -17,10 +17,6 @@ bool in_gpu_chain(const Signal& s) {
          s.kind == Kind::aer_nonfatal;
 }
 
-std::string chain_key(const std::string& node, std::string_view device) {
-  return node + "|" + std::string(pci_without_function(device));
-}
-
 std::string label(const Signal& s) {
   if (s.kind == Kind::xid) return fmt::format("Xid {}", s.code);
   if (s.kind == Kind::sxid) return fmt::format("SXid {}", s.code);
@@ -48,20 +44,43 @@ bool Correlator::within_window(const Incident& inc, const LineInfo& info) const 
 }
 
 // The time as the log printed it; /dev/kmsg records print microseconds, shown the dmesg way.
-static std::string stamp_of(const LineInfo& info) {
-  if (info.kmsg_prio >= 0) return fmt::format("[{:.6f}]", info.time);
-  return std::string(info.stamp);
+// Assigned in place: a repeat reuses the string's buffer.
+static void set_stamp(std::string& out, const LineInfo& info) {
+  out.clear();
+  if (info.kmsg_prio >= 0) {
+    fmt::format_to(std::back_inserter(out), "[{:.6f}]", info.time);
+  } else {
+    out.assign(info.stamp);
+  }
+}
+
+const std::string& Correlator::key_of(const std::string& node, Kind kind, int code, std::string_view device) {
+  key_.assign(node);
+  key_ += '\x1f';
+  key_ += static_cast<char>('A' + static_cast<int>(kind));
+  key_ += '\x1f';
+  fmt::format_to(std::back_inserter(key_), "{}", code);
+  key_ += '\x1f';
+  key_.append(device);
+  return key_;
+}
+
+const std::string& Correlator::gpu_key_of(const std::string& node, std::string_view device) {
+  key_.assign(node);
+  key_ += '\x1f';
+  key_.append(pci_without_function(device));
+  return key_;
 }
 
 void Correlator::touch(Incident& inc, const LineInfo& info) {
   if (info.has_time) {
     if (!inc.has_time) {
       inc.first_t = info.time;
-      inc.first_seen = stamp_of(info);
+      set_stamp(inc.first_seen, info);
       inc.has_time = true;
     }
     inc.last_t = info.time;
-    inc.last_seen = stamp_of(info);
+    set_stamp(inc.last_seen, info);
   }
 }
 
@@ -99,7 +118,7 @@ bool Correlator::add(const Event& e) {
   // A closing signal resolves the open incident it cancels; it is not an incident itself.
   for (const auto& c : catalog_.cancellations()) {
     if (c.close != s.kind) continue;
-    auto it = latest_.find(Key{*e.node, c.open, -1, std::string(s.device)});
+    auto it = latest_.find(key_of(*e.node, c.open, -1, s.device));
     if (it == latest_.end()) {
       ++unmatched_closes_;
       return true;
@@ -107,35 +126,36 @@ bool Correlator::add(const Event& e) {
     Incident& inc = incidents_[it->second];
     inc.resolved = true;
     bump_related(inc, std::string(to_string(s.kind)));
-    if (e.info->has_time) inc.last_seen = stamp_of(*e.info);
+    if (e.info->has_time) set_stamp(inc.last_seen, *e.info);
     latest_.erase(it);
     return true;
   }
 
   Action action = catalog_.action_for(s);
-  std::string what = label(s);
 
-  // Xid 45 (preemptive cleanup) follows the Xid that caused it: count it there.
+  // Xid 45 (preemptive cleanup) follows the Xid that caused it: count it there. The candidates are
+  // the Xid incidents (but 45) on the same node and GPU, latest first.
   if (s.kind == Kind::xid && s.code == 45) {
-    for (auto it = incidents_.rbegin(); it != incidents_.rend(); ++it) {
-      if (it->node != *e.node || it->kind != Kind::xid || it->code == 45) continue;
-      if (pci_without_function(it->device) != pci_without_function(s.device)) continue;
-      if (s.caused_by >= 0 && it->code != s.caused_by) continue;
-      if (!within_window(*it, *e.info)) break;
-      bump_related(*it, "Xid 45 (attributed)");
-      touch(*it, *e.info);
-      return true;
+    if (auto g = xids_by_gpu_.find(gpu_key_of(*e.node, s.device)); g != xids_by_gpu_.end()) {
+      for (auto it = g->second.rbegin(); it != g->second.rend(); ++it) {
+        Incident& inc = incidents_[*it];
+        if (s.caused_by >= 0 && inc.code != s.caused_by) continue;
+        if (!within_window(inc, *e.info)) break;
+        bump_related(inc, "Xid 45 (attributed)");
+        touch(inc, *e.info);
+        return true;
+      }
     }
   }
 
   // One GPU-fault chain per GPU: AER -> Xid 79 -> Xid 154 folds into the first incident.
   if (in_gpu_chain(s) && is_pci(s.device)) {
-    auto ck = chain_key(*e.node, s.device);
-    auto it = gpu_chain_.find(ck);
+    auto it = gpu_chain_.find(gpu_key_of(*e.node, s.device));
     if (it != gpu_chain_.end()) {
       Incident& head = incidents_[it->second];
       bool same = head.kind == s.kind && head.code == s.code;
       if (!same && within_window(head, *e.info)) {
+        const std::string what = label(s);
         bump_related(head, what);
         raise(head, action,
               s.recovery_action >= 0 ? fmt::format("Xid 154 recovery action 0x{:x}", s.recovery_action)
@@ -146,8 +166,7 @@ bool Correlator::add(const Event& e) {
     }
   }
 
-  Key key{*e.node, s.kind, s.code, std::string(s.device)};
-  auto it = latest_.find(key);
+  auto it = latest_.find(key_of(*e.node, s.kind, s.code, s.device));
   bool past_cap = incidents_.size() >= kIncidentCap;
   if (it != latest_.end() && (within_window(incidents_[it->second], *e.info) || past_cap)) {
     if (!within_window(incidents_[it->second], *e.info)) ++merged_past_cap_;
@@ -157,8 +176,8 @@ bool Correlator::add(const Event& e) {
     raise(inc, action, inc.reason);
     if (auto t = catalog_.threshold_for(s)) {
       double span = inc.has_time ? inc.last_t - inc.first_t : 0;
-      if (inc.count >= static_cast<std::uint64_t>(t->count) && span <= t->window_s)
-        raise(inc, t->escalate, fmt::format("escalated: {} x{} within {:.0f} s", what, inc.count, t->window_s));
+      if (inc.count >= static_cast<std::uint64_t>(t->count) && span <= t->window_s && t->escalate > inc.action)
+        raise(inc, t->escalate, fmt::format("escalated: {} x{} within {:.0f} s", label(s), inc.count, t->window_s));
     }
     return true;
   }
@@ -168,9 +187,10 @@ bool Correlator::add(const Event& e) {
   // Cancellable incidents are keyed by device with code -1 so the close can find them.
   bool cancellable = false;
   for (const auto& c : catalog_.cancellations()) cancellable |= c.open == s.kind;
-  latest_[key] = index;
-  if (cancellable) latest_[Key{*e.node, s.kind, -1, std::string(s.device)}] = index;
-  if (in_gpu_chain(s) && is_pci(s.device)) gpu_chain_[chain_key(*e.node, s.device)] = index;
+  latest_[key_of(*e.node, s.kind, s.code, s.device)] = index;
+  if (cancellable) latest_[key_of(*e.node, s.kind, -1, s.device)] = index;
+  if (in_gpu_chain(s) && is_pci(s.device)) gpu_chain_[gpu_key_of(*e.node, s.device)] = index;
+  if (s.kind == Kind::xid && s.code != 45) xids_by_gpu_[gpu_key_of(*e.node, s.device)].push_back(index);
   return true;
 }
 

@@ -5,9 +5,9 @@
 // closing signal (nfs OK, link up) resolves the incident it closes. Single-threaded.
 
 #include <cstdint>
-#include <map>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "signals/catalog.h"
@@ -58,15 +58,10 @@ class Correlator {
   std::uint64_t merged_past_cap() const { return merged_past_cap_; }
 
  private:
-  struct Key {
-    std::string node;
-    Kind kind;
-    int code;
-    std::string device;
-    bool operator<(const Key& o) const {
-      return std::tie(node, kind, code, device) < std::tie(o.node, o.kind, o.code, o.device);
-    }
-  };
+  // Keys are packed into one string ("node\x1fkind\x1fcode\x1fdevice") built in a reused buffer,
+  // so the per-line lookup allocates nothing once the buffer has grown.
+  const std::string& key_of(const std::string& node, Kind kind, int code, std::string_view device);
+  const std::string& gpu_key_of(const std::string& node, std::string_view device);
   Incident& open_incident(const Event& e, Action action);
   bool within_window(const Incident& inc, const LineInfo& info) const;
   void touch(Incident& inc, const LineInfo& info);
@@ -74,8 +69,10 @@ class Correlator {
 
   const Catalog& catalog_;
   std::vector<Incident> incidents_;
-  std::map<Key, std::size_t> latest_;                    ///< last incident per key
-  std::map<std::string, std::size_t> gpu_chain_;         ///< node|gpu -> last GPU-fault incident
+  std::unordered_map<std::string, std::size_t> latest_;     ///< last incident per key
+  std::unordered_map<std::string, std::size_t> gpu_chain_;  ///< node|gpu -> last GPU-fault incident
+  std::unordered_map<std::string, std::vector<std::size_t>> xids_by_gpu_;  ///< node|gpu -> Xid incidents but 45
+  std::string key_;  ///< scratch for key_of and gpu_key_of
   std::uint64_t ignored_ = 0, unmatched_closes_ = 0, merged_past_cap_ = 0;
 };
 

@@ -1,141 +1,153 @@
 #include "signals/prefilter.h"
 
-#include <hs/hs.h>
+#include <algorithm>
+#include <bitset>
 
-#include <cstring>
-#include <map>
-#include <memory>
-#include <mutex>
-#include <utility>
-#include <vector>
+#include "signals/prefilter_lines.h"
 
 namespace cmax::signals {
 namespace {
 
-struct Context {
-  std::string_view text;
-  std::size_t line_end = 0;  // end of the last line reported; matches before it are that line's
-  bool any = false;
-  const std::function<void(std::size_t, std::size_t)>* on_line;
+using ByteSet = std::bitset<256>;
+
+// The bytes a bucket admits at each position: a literal's byte, or every byte past its end.
+struct BucketSets {
+  std::array<ByteSet, Prefilter::kWidth> at;
+  bool empty = true;
+
+  void add(std::string_view lit) {
+    for (std::size_t j = 0; j < Prefilter::kWidth; ++j) {
+      if (j < lit.size()) {
+        at[j].set(static_cast<unsigned char>(lit[j]));
+      } else {
+        at[j].set();
+      }
+    }
+    empty = false;
+  }
+  // How many 4-byte strings the bucket admits: the cross product of its sets. Each one that is
+  // not a literal's prefix is a false candidate the full compare has to reject.
+  double admitted() const {
+    if (empty) return 0;
+    double n = 1;
+    for (const auto& s : at) n *= static_cast<double>(s.count());
+    return n;
+  }
 };
 
-int on_match(unsigned int, unsigned long long, unsigned long long to, unsigned int, void* user) {
-  auto* c = static_cast<Context*>(user);
-  std::size_t end_of_match = static_cast<std::size_t>(to);
-  if (c->any && end_of_match <= c->line_end) return 0;
-  const char* base = c->text.data();
-  const void* prev = end_of_match ? ::memrchr(base, '\n', end_of_match) : nullptr;
-  std::size_t begin = prev ? static_cast<std::size_t>(static_cast<const char*>(prev) - base) + 1 : 0;
-  const void* nl = std::memchr(base + end_of_match, '\n', c->text.size() - end_of_match);
-  std::size_t end = nl ? static_cast<std::size_t>(static_cast<const char*>(nl) - base) : c->text.size();
-  c->line_end = end;
-  c->any = true;
-  (*c->on_line)(begin, end);
-  return 0;
+// Greedy: each literal goes where it adds the fewest admitted strings, so literals that share
+// bytes ("Error", "error") share a bucket and unlike ones get buckets of their own.
+std::vector<std::uint8_t> assign_buckets(std::span<const std::string_view> literals) {
+  std::array<BucketSets, Prefilter::kBuckets> sets;
+  std::vector<std::uint8_t> bucket_of;
+  for (std::string_view lit : literals) {
+    std::size_t best = 0;
+    double best_cost = 0;
+    for (std::size_t b = 0; b < sets.size(); ++b) {
+      BucketSets grown = sets[b];
+      grown.add(lit);
+      double cost = grown.admitted() - sets[b].admitted();
+      // On a tie, join a bucket in use: empty buckets are worth more to later, unlike literals.
+      bool better = b == 0 || cost < best_cost || (cost == best_cost && sets[best].empty && !sets[b].empty);
+      if (better) {
+        best = b;
+        best_cost = cost;
+      }
+    }
+    sets[best].add(lit);
+    bucket_of.push_back(static_cast<std::uint8_t>(best));
+  }
+  return bucket_of;
 }
 
 }  // namespace
 
-namespace {
+Isa best_isa() {
+  static const Isa isa = [] {
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512vbmi"))
+      return Isa::avx512;
+    if (__builtin_cpu_supports("avx2")) return Isa::avx2;
+    return Isa::scalar;
+  }();
+  return isa;
+}
 
-Result<hs_database_t*> compile(std::span<const std::string_view> literals) {
-  std::vector<const char*> exprs;
-  std::vector<std::size_t> lens;
-  std::vector<unsigned> flags, ids;
+std::string_view to_string(Isa isa) {
+  switch (isa) {
+    case Isa::scalar: return "scalar";
+    case Isa::avx2: return "avx2";
+    case Isa::avx512: return "avx512";
+  }
+  return "?";
+}
+
+Result<Prefilter> Prefilter::create(std::span<const std::string_view> literals, Isa isa) {
+  if (literals.empty() || literals.size() > kMaxLiterals)
+    return fail("build the kernel-log prefilter: {} literals (want 1 to {})", literals.size(), kMaxLiterals);
   for (std::size_t i = 0; i < literals.size(); ++i) {
-    exprs.push_back(literals[i].data());
-    lens.push_back(literals[i].size());
-    flags.push_back(0);
-    ids.push_back(static_cast<unsigned>(i));
+    if (literals[i].empty() || literals[i].find('\n') != std::string_view::npos)
+      return fail("build the kernel-log prefilter: literal {} is empty or holds a newline", i);
   }
-  hs_database_t* db = nullptr;
-  hs_compile_error_t* err = nullptr;
-  if (hs_compile_lit_multi(exprs.data(), flags.data(), ids.data(), lens.data(), static_cast<unsigned>(exprs.size()),
-                           HS_MODE_BLOCK, nullptr, &db, &err) != HS_SUCCESS) {
-    std::string msg = err && err->message ? err->message : "unknown error";
-    int which = err ? err->expression : -1;
-    hs_free_compile_error(err);
-    return fail("compile the kernel-log prefilter: literal {}: {}", which, msg);
-  }
-  return db;
-}
-
-}  // namespace
-
-Result<Prefilter> Prefilter::create(std::span<const std::string_view> literals) {
-  auto db = compile(literals);
-  if (!db) return Unexpected<Error>{db.error()};
-  hs_scratch_t* scratch = nullptr;
-  if (hs_alloc_scratch(*db, &scratch) != HS_SUCCESS) {
-    hs_free_database(*db);
-    return fail("allocate the kernel-log prefilter's scratch space: out of memory");
-  }
-  return Prefilter(*db, scratch, true);
-}
-
-// Hyperscan aligns the databases it allocates, so a cached database is held through an interior
-// pointer, which leak checkers report. The shared databases are allocated here instead, with the
-// allocation's start kept reachable for the life of the process.
-static void* shared_db_alloc(std::size_t size) {
-  static std::vector<std::unique_ptr<char[]>> keep;
-  keep.push_back(std::make_unique<char[]>(size + 64));
-  return keep.back().get();
-}
-static void shared_db_free(void*) {}
-
-Result<Prefilter> Prefilter::create_shared(std::span<const std::string_view> static_literals) {
-  static std::mutex mu;
-  static std::map<const std::string_view*, hs_database_t*> cache;  // lives for the process
-  hs_database_t* db = nullptr;
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    auto it = cache.find(static_literals.data());
-    if (it != cache.end()) {
-      db = it->second;
-    } else {
-      hs_set_database_allocator(shared_db_alloc, shared_db_free);
-      auto compiled = compile(static_literals);
-      hs_set_database_allocator(nullptr, nullptr);
-      if (!compiled) return Unexpected<Error>{compiled.error()};
-      db = cache[static_literals.data()] = *compiled;
+  Tables t;
+  std::vector<std::uint8_t> bucket_of = assign_buckets(literals);
+  for (std::size_t i = 0; i < literals.size(); ++i) {
+    std::string_view lit = literals[i];
+    const auto bit = static_cast<std::uint8_t>(1u << bucket_of[i]);
+    t.members[bucket_of[i]].push_back(static_cast<std::uint8_t>(i));
+    Exact e;
+    e.size = lit.size();
+    e.text = std::string(lit);
+    for (std::size_t k = 0; k < std::min<std::size_t>(16, lit.size()); ++k) {
+      e.word[k / 8] |= std::uint64_t{static_cast<unsigned char>(lit[k])} << (8 * (k % 8));
+      e.mask[k / 8] |= std::uint64_t{0xff} << (8 * (k % 8));
+    }
+    t.exact.push_back(std::move(e));
+    for (std::size_t j = 0; j < kWidth; ++j) {
+      if (j < lit.size()) {
+        t.byte[j][static_cast<unsigned char>(lit[j])] |= bit;
+      } else {
+        for (auto& v : t.byte[j]) v |= bit;
+        t.past_end[j] |= bit;
+      }
     }
   }
-  hs_scratch_t* scratch = nullptr;
-  if (hs_alloc_scratch(db, &scratch) != HS_SUCCESS)
-    return fail("allocate the kernel-log prefilter's scratch space: out of memory");
-  return Prefilter(db, scratch, false);
-}
-
-Prefilter::Prefilter(Prefilter&& other) noexcept
-    : db_(std::exchange(other.db_, nullptr)),
-      scratch_(std::exchange(other.scratch_, nullptr)),
-      owns_db_(other.owns_db_) {}
-
-Prefilter::~Prefilter() {
-  if (scratch_) hs_free_scratch(scratch_);
-  if (db_ && owns_db_) hs_free_database(db_);
-}
-
-Result<void> Prefilter::scan(std::string_view text, const std::function<void(std::size_t, std::size_t)>& on_line) {
-  if (text.empty()) return ok();
-  // Hyperscan takes an unsigned int length: scan in pieces of whole lines below 1 GiB.
-  constexpr std::size_t kPiece = 1u << 30;
-  std::size_t base = 0;
-  while (base < text.size()) {
-    std::size_t end = std::min(text.size(), base + kPiece);
-    if (end < text.size()) {
-      auto nl = text.rfind('\n', end);
-      end = nl == std::string_view::npos || nl < base ? end : nl + 1;
+  for (std::size_t j = 0; j < kWidth; ++j) {
+    for (unsigned c = 0; c < 256; ++c) {
+      t.folded[j][c & 127] |= t.byte[j][c];
+      t.low[j][c & 15] |= t.byte[j][c];
+      t.high[j][c >> 4] |= t.byte[j][c];
     }
-    std::string_view piece = text.substr(base, end - base);
-    Context pc{piece, 0, false, nullptr};
-    std::function<void(std::size_t, std::size_t)> shifted = [&](std::size_t b, std::size_t e) { on_line(base + b, base + e); };
-    pc.on_line = &shifted;
-    if (hs_scan(db_, piece.data(), static_cast<unsigned>(piece.size()), 0, scratch_, on_match, &pc) != HS_SUCCESS)
-      return fail("scan with the kernel-log prefilter: Hyperscan error");
-    base = end;
   }
-  return ok();
+  return Prefilter(std::move(t), std::move(bucket_of), std::min(isa, best_isa()));
+}
+
+void Prefilter::find_lines(std::string_view text, std::vector<Candidate>& out) const {
+  detail::LineCollector lines(t_, text, out);
+  std::size_t done = 0;
+  switch (isa_) {
+    case Isa::avx512: done = detail::scan_avx512(t_, text, lines); break;
+    case Isa::avx2: done = detail::scan_avx2(t_, text, lines); break;
+    case Isa::scalar: break;
+  }
+  lines.scan_scalar(done);
+  lines.finish();
+}
+
+void Prefilter::find_lines_naive(std::span<const std::string_view> literals, std::string_view text,
+                                 std::vector<Candidate>& out) {
+  std::size_t begin = 0;
+  while (begin < text.size()) {
+    std::size_t end = text.find('\n', begin);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view line = text.substr(begin, end - begin);
+    std::uint64_t found = 0;
+    for (std::size_t i = 0; i < literals.size(); ++i)
+      if (line.find(literals[i]) != std::string_view::npos) found |= std::uint64_t{1} << i;
+    if (found) out.push_back(Candidate{begin, end, found});
+    begin = end + 1;
+  }
 }
 
 }  // namespace cmax::signals

@@ -1,29 +1,23 @@
 #include "signals/scanner.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
-#include <cerrno>
 #include <cstring>
 #include <vector>
 
 #include <fmt/format.h>
 
 #include "signals/classify.h"
-#include "core/unique_fd.h"
 #include "signals/prefix.h"
 
 namespace cmax::signals {
 
 Result<Scanner> Scanner::create(Correlator& correlator, ScanOptions options) {
-  auto p = Prefilter::create_shared(anchor_literals());
+  auto p = Prefilter::create(anchor_literals());
   if (!p) return Unexpected<Error>{p.error()};
   return Scanner(correlator, std::move(*p), options);
 }
 
-void Scanner::handle_line(std::string_view line, const std::string& node) {
+void Scanner::handle_line(std::string_view line, AnchorSet anchors, const std::string& node) {
   ++stats_.candidate_lines;
   if (line.size() > options_.max_line_bytes) {
     ++stats_.skipped_long;
@@ -34,7 +28,7 @@ void Scanner::handle_line(std::string_view line, const std::string& node) {
     ++stats_.userspace_dropped;
     return;
   }
-  auto sig = classify(info.message);
+  auto sig = classify(info.message, anchors);
   if (!sig) return;
   ++stats_.signals;
   const std::string* who = &node;
@@ -51,7 +45,10 @@ void Scanner::handle_line(std::string_view line, const std::string& node) {
 }
 
 Result<void> Scanner::scan_lines(std::string_view text, const std::string& node) {
-  return prefilter_.scan(text, [&](std::size_t b, std::size_t e) { handle_line(text.substr(b, e - b), node); });
+  candidates_.clear();
+  prefilter_.find_lines(text, candidates_);
+  for (const Candidate& c : candidates_) handle_line(text.substr(c.begin, c.end - c.begin), c.literals, node);
+  return ok();
 }
 
 Result<void> Scanner::scan_text(std::string_view text, const std::string& node) {
@@ -111,62 +108,7 @@ Result<void> Scanner::scan(ByteSource& source, const std::string& node) {
   return ok();
 }
 
-Result<void> Scanner::scan_mapped(int fd, std::size_t size, const std::string& path, const std::string& node) {
-  void* map = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-  if (map == MAP_FAILED) return fail("map {}: {}", path, std::strerror(errno));
-  ::madvise(map, size, MADV_SEQUENTIAL);
-  const char* base = static_cast<const char*>(map);
-  const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
-  const std::size_t window = std::max(options_.chunk_bytes, page);
-  std::size_t off = 0, released = 0;
-  Result<void> result = ok();
-  while (off < size && result) {
-    std::size_t end = std::min(size, off + window);
-    std::string_view w(base + off, end - off);
-    std::size_t take;
-    if (end == size) {
-      take = w.size();
-    } else {
-      auto nl = w.rfind('\n');
-      if (nl == std::string_view::npos) {
-        // One line longer than the window: skip to its end without reading it.
-        const void* next = std::memchr(base + end, '\n', size - end);
-        ++stats_.overlong_lines;
-        std::size_t skip_to = next ? static_cast<std::size_t>(static_cast<const char*>(next) - base) + 1 : size;
-        stats_.bytes += skip_to - off;
-        off = skip_to;
-        continue;
-      }
-      take = nl + 1;
-    }
-    result = scan_lines(w.substr(0, take), node);
-    stats_.bytes += take;
-    off += take;
-    // Give the pages behind us back: a mapped file's pages count as this process's RSS.
-    std::size_t done = off / page * page;
-    if (done > released) {
-      ::madvise(const_cast<char*>(base) + released, done - released, MADV_DONTNEED);
-      released = done;
-    }
-  }
-  ::munmap(map, size);
-  return result;
-}
-
 Result<std::string> Scanner::scan_path(const std::string& path, const std::string& node) {
-  {
-    core::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
-    if (!fd) return fail("open {}: {}", path, std::strerror(errno));
-    struct stat st {};
-    unsigned char magic[4] = {0, 0, 0, 0};
-    if (::fstat(fd.get(), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
-        ::pread(fd.get(), magic, sizeof magic, 0) >= 0 && !(magic[0] == 0x1f && magic[1] == 0x8b) &&
-        !(magic[0] == 0x28 && magic[1] == 0xb5 && magic[2] == 0x2f && magic[3] == 0xfd)) {
-      auto r = scan_mapped(fd.get(), static_cast<std::size_t>(st.st_size), path, node);
-      if (!r) return Unexpected<Error>{r.error()};
-      return path;
-    }
-  }
   auto src = open_file_source(path);
   if (!src) return Unexpected<Error>{src.error()};
   std::string what = (*src)->describe();

@@ -1,12 +1,14 @@
 #pragma once
 // The scan loop: bytes from a source, in bounded chunks of whole lines, through the prefilter;
 // candidate lines through the prefix parser and the classifier; signals into the correlator.
-// Memory is the chunk buffer (4 MiB) plus the incidents, whatever the input size.
+// Memory is the chunk buffer (512 KiB) plus the incidents, whatever the input size.
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/result.h"
+#include "signals/classify.h"
 #include "signals/correlate.h"
 #include "signals/prefilter.h"
 #include "signals/source.h"
@@ -25,7 +27,10 @@ struct ScanStats {
 };
 
 struct ScanOptions {
-  std::size_t chunk_bytes = 4u << 20;  ///< read buffer, and the window of the memory map
+  /// The read buffer. Small enough to stay in the L2 cache while the prefilter reads it back:
+  /// read() into it runs at ~10 GB/s here, where mapping the file costs a page fault per 64 KiB
+  /// (docs/PERFORMANCE.md). Lines longer than this are skipped unread and counted.
+  std::size_t chunk_bytes = 512u << 10;
   std::size_t max_line_bytes = 64u << 10;  ///< candidate lines longer than this are skipped
   int assumed_year = 1970;                 ///< for syslog stamps without a year
   bool kernel_origin_only = false;         ///< drop /dev/kmsg records written from userspace
@@ -38,8 +43,7 @@ class Scanner {
   /// Scans one source. `node` names lines that carry no host field of their own. An error ends
   /// this source; what was read before it stays in the correlator and the stats.
   Result<void> scan(ByteSource& source, const std::string& node);
-  /// Scans a file: a plain regular file through a sliding memory map (no copy; pages released
-  /// behind the scan so RSS stays bounded), anything else (gzip, zstd, pipes) through open_file_source.
+  /// Scans a file (plain, gzip or zstd, by its first bytes; see open_file_source).
   /// Returns what the file was ("path", "path (gzip)").
   Result<std::string> scan_path(const std::string& path, const std::string& node);
   /// Scans text already in memory (tests, small inputs).
@@ -49,14 +53,14 @@ class Scanner {
  private:
   Scanner(Correlator& c, Prefilter p, ScanOptions o) : correlator_(&c), prefilter_(std::move(p)), options_(o) {}
   Result<void> scan_lines(std::string_view text, const std::string& node);
-  Result<void> scan_mapped(int fd, std::size_t size, const std::string& path, const std::string& node);
-  void handle_line(std::string_view line, const std::string& node);
+  void handle_line(std::string_view line, AnchorSet anchors, const std::string& node);
 
   Correlator* correlator_;
   Prefilter prefilter_;
   ScanOptions options_;
   ScanStats stats_;
   std::string rank_node_;  // scratch for "<node>/task<N>" names
+  std::vector<Candidate> candidates_;  // scratch: the candidate lines of one chunk
 };
 
 /// Node name from a log file path: "logs/gpu-07.kern.log.gz" -> "gpu-07"; generic names

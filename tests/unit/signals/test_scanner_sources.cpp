@@ -248,9 +248,11 @@ TEST(ScannerSources, LongLinesAreSkippedAndCounted) {
   std::string log = fault("0000:01:00") + one_mb + fault("0000:02:00") + five_mb + fault("0000:03:00") + "tail\n";
   write_plain(tmp.dir() / "long.log", log);
   write_zstd(tmp.dir() / "long.log.zst", log);
+  ScanOptions o;
+  o.chunk_bytes = 4u << 20;  // the 1 MB line fits a chunk (and is skipped by length), the 5 MB one does not
   for (const char* name : {"long.log", "long.log.zst"}) {
     SCOPED_TRACE(name);
-    Outcome out = scan_file(tmp.dir() / name);
+    Outcome out = scan_file(tmp.dir() / name, o);
     EXPECT_TRUE(out.ok) << out.error;
     ASSERT_EQ(out.incidents.size(), 3u) << fmt::format("{}", fmt::join(out.incidents, "\n"));
     EXPECT_NE(out.incidents[0].find("0000:01:00"), std::string::npos);
@@ -260,6 +262,11 @@ TEST(ScannerSources, LongLinesAreSkippedAndCounted) {
     EXPECT_EQ(out.stats.overlong_lines, 1u);  // the 5 MB line: over the 4 MiB chunk
     EXPECT_EQ(out.stats.bytes, log.size());
   }
+  // With the default chunk (512 KiB) both are longer than the chunk, skipped unread.
+  Outcome out = scan_file(tmp.dir() / "long.log");
+  ASSERT_EQ(out.incidents.size(), 3u);
+  EXPECT_EQ(out.stats.skipped_long, 0u);
+  EXPECT_EQ(out.stats.overlong_lines, 2u);
 }
 
 // A line longer than the chunk whose end falls near the end of a read: the start of the next
