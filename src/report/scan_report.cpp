@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/json_text.h"
 #include "signals/classify.h"
 
 namespace cmax::report {
@@ -15,24 +16,49 @@ using signals::Incident;
 
 namespace {
 
-nlohmann::ordered_json incident_json(const Incident& i) {
-  nlohmann::ordered_json ij;
-  ij["node"] = i.node;
-  ij["kind"] = signals::to_string(i.kind);
-  ij["code"] = i.code >= 0 ? nlohmann::ordered_json(i.code) : nlohmann::ordered_json(nullptr);
-  ij["pci"] = signals::is_pci(i.device) ? nlohmann::ordered_json(i.device) : nlohmann::ordered_json(nullptr);
-  ij["device"] = i.device;
-  ij["subject"] = i.subject;
-  ij["action"] = signals::to_string(i.action);
-  ij["reason"] = i.reason;
-  ij["count"] = i.count;
-  ij["first_seen"] = i.first_seen;
-  ij["last_seen"] = i.last_seen;
-  ij["resolved"] = i.resolved;
-  ij["related"] = i.related;
-  if (!i.origin.empty()) ij["origin"] = i.origin;
-  ij["sample"] = i.sample;
-  return ij;
+// One incident as a JSON object on one line, written directly (an incident stream can hold
+// tens of thousands; a document tree per incident cost more than the scan's classification).
+void append_incident_json(std::string& out, const Incident& i) {
+  auto key = [&](std::string_view k) {
+    out += out.back() == '{' ? "\"" : ",\"";
+    out += k;
+    out += "\":";
+  };
+  auto str = [&](std::string_view k, std::string_view v) {
+    key(k);
+    core::append_json_string(out, v);
+  };
+  out += '{';
+  str("node", i.node);
+  str("kind", signals::to_string(i.kind));
+  key("code");
+  out += i.code >= 0 ? std::to_string(i.code) : "null";
+  if (signals::is_pci(i.device)) {
+    str("pci", i.device);
+  } else {
+    key("pci");
+    out += "null";
+  }
+  str("device", i.device);
+  str("subject", i.subject);
+  str("action", signals::to_string(i.action));
+  str("reason", i.reason);
+  key("count");
+  out += std::to_string(i.count);
+  str("first_seen", i.first_seen);
+  str("last_seen", i.last_seen);
+  key("resolved");
+  out += i.resolved ? "true" : "false";
+  key("related");
+  out += '[';
+  for (std::size_t k = 0; k < i.related.size(); ++k) {
+    if (k) out += ',';
+    core::append_json_string(out, i.related[k]);
+  }
+  out += ']';
+  if (!i.origin.empty()) str("origin", i.origin);
+  str("sample", i.sample);
+  out += '}';
 }
 
 std::string dump(const nlohmann::ordered_json& j, int indent) {
@@ -57,9 +83,11 @@ void emit_scan_json(const ScanReport& r, const std::function<void(std::string_vi
                   kScanSchema, dump(nlohmann::ordered_json(r.sources), -1), dump(nlohmann::ordered_json(r.errors), -1),
                   dump(stats, -1)));
   bool first = true;
+  std::string piece;
   for (const auto& i : r.incidents) {
-    put(first ? "\n    " : ",\n    ");
-    put(dump(incident_json(i), -1));
+    piece = first ? "\n    " : ",\n    ";
+    append_incident_json(piece, i);
+    put(piece);
     first = false;
   }
   put(first ? "]\n}\n" : "\n  ]\n}\n");
