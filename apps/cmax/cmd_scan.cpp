@@ -106,8 +106,9 @@ int run_scan(const ScanFlags& f) {
   }
   rep.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   rep.stats = scanner->stats();
-  rep.incidents = correlator.incidents();
+  rep.incidents = correlator.take_incidents();
   rep.merged_past_cap = correlator.merged_past_cap();
+  rep.dropped_past_cap = correlator.dropped_past_cap();
   if (f.json)
     report::write_scan_json(rep, stdout);
   else

@@ -19,6 +19,7 @@ struct ScanReport {
   signals::ScanStats stats;
   std::vector<signals::Incident> incidents;
   std::uint64_t merged_past_cap = 0;
+  std::uint64_t dropped_past_cap = 0;
   double seconds = 0;
 };
 

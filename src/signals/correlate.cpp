@@ -91,7 +91,42 @@ void Correlator::raise(Incident& inc, Action a, const std::string& why) {
   }
 }
 
+std::vector<Incident> Correlator::take_incidents() {
+  latest_.clear();
+  gpu_chain_.clear();
+  xids_by_gpu_.clear();
+  return std::move(incidents_);
+}
+
+bool Correlator::fold_past_cap(const Event& e, Action action) {
+  const Signal& s = *e.signal;
+  ++merged_past_cap_;
+  // '\x1f' never occurs in a device name, so this key cannot be a real device's.
+  auto it = latest_.find(key_of(*e.node, s.kind, s.code, "\x1f*"));
+  if (it != latest_.end()) {
+    Incident& inc = incidents_[it->second];
+    ++inc.count;
+    touch(inc, *e.info);
+    raise(inc, action, inc.reason);
+    return true;
+  }
+  if (incidents_.size() >= kIncidentCap + kOverflowCap) {
+    --merged_past_cap_;
+    ++dropped_past_cap_;
+    return true;
+  }
+  Incident& inc = open_incident(e, action);
+  inc.count = 1;
+  inc.device = "*";
+  inc.reason = fmt::format("incident cap ({}) reached: lines from further devices folded here", kIncidentCap);
+  latest_[key_of(*e.node, s.kind, s.code, "\x1f*")] = incidents_.size() - 1;
+  return true;
+}
+
 Incident& Correlator::open_incident(const Event& e, Action action) {
+  // Room for the cap at the first incident: growing by doubling would move every incident and
+  // touch fresh pages each time. Untouched capacity costs address space, not memory.
+  if (incidents_.capacity() == 0) incidents_.reserve(kIncidentCap);
   Incident inc;
   inc.node = *e.node;
   inc.kind = e.signal->kind;
@@ -181,6 +216,10 @@ bool Correlator::add(const Event& e) {
     }
     return true;
   }
+  // Past the cap, noise from new devices folds; a fault that needs action keeps its own incident
+  // while the overflow allowance lasts.
+  if (past_cap && (action <= Action::monitor || incidents_.size() >= kIncidentCap + kOverflowCap))
+    return fold_past_cap(e, action);
   Incident& inc = open_incident(e, action);
   inc.count = 1;
   std::size_t index = incidents_.size() - 1;

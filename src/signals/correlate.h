@@ -44,18 +44,30 @@ struct Event {
 
 class Correlator {
  public:
+  /// Keeps a reference to `catalog`, which must outlive the correlator.
   explicit Correlator(const Catalog& catalog) : catalog_(catalog) {}
+  Correlator(const Catalog&& catalog) = delete;  // a temporary catalog would dangle
 
   /// Adds one event. Returns false when the catalog's ignore lists dropped it.
   bool add(const Event& e);
   /// The incidents in order of first appearance.
   const std::vector<Incident>& incidents() const { return incidents_; }
+  /// Moves the incidents out (for a report that outlives the scan); the correlator starts over.
+  std::vector<Incident> take_incidents();
   std::uint64_t ignored() const { return ignored_; }
   std::uint64_t unmatched_closes() const { return unmatched_closes_; }
   /// Past this many incidents, a repeat of a known signal extends its latest incident whatever the
-  /// gap, so memory stays bounded on long, noisy logs. merged_past_cap() counts those lines.
+  /// gap, and a signal from a device not seen before folds into one overflow incident per node,
+  /// kind and code (device "*") unless it needs action (restart_app or stronger), so memory stays
+  /// bounded on long, noisy logs and a new fault is not lost in the noise. merged_past_cap()
+  /// counts the lines merged or folded.
   static constexpr std::size_t kIncidentCap = 20000;
+  /// What the incidents may grow past the cap, for new faults that need action and for overflow
+  /// incidents. Past kIncidentCap + kOverflowCap every line of a new key folds, or, where its
+  /// overflow incident cannot be made either, is counted in dropped_past_cap().
+  static constexpr std::size_t kOverflowCap = 1000;
   std::uint64_t merged_past_cap() const { return merged_past_cap_; }
+  std::uint64_t dropped_past_cap() const { return dropped_past_cap_; }
 
  private:
   // Keys are packed into one string ("node\x1fkind\x1fcode\x1fdevice") built in a reused buffer,
@@ -63,6 +75,7 @@ class Correlator {
   const std::string& key_of(const std::string& node, Kind kind, int code, std::string_view device);
   const std::string& gpu_key_of(const std::string& node, std::string_view device);
   Incident& open_incident(const Event& e, Action action);
+  bool fold_past_cap(const Event& e, Action action);
   bool within_window(const Incident& inc, const LineInfo& info) const;
   void touch(Incident& inc, const LineInfo& info);
   void raise(Incident& inc, Action a, const std::string& why);
@@ -73,7 +86,7 @@ class Correlator {
   std::unordered_map<std::string, std::size_t> gpu_chain_;  ///< node|gpu -> last GPU-fault incident
   std::unordered_map<std::string, std::vector<std::size_t>> xids_by_gpu_;  ///< node|gpu -> Xid incidents but 45
   std::string key_;  ///< scratch for key_of and gpu_key_of
-  std::uint64_t ignored_ = 0, unmatched_closes_ = 0, merged_past_cap_ = 0;
+  std::uint64_t ignored_ = 0, unmatched_closes_ = 0, merged_past_cap_ = 0, dropped_past_cap_ = 0;
 };
 
 }  // namespace cmax::signals

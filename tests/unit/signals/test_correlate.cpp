@@ -251,3 +251,42 @@ TEST(Correlate, KmsgOrigin) {
   EXPECT_EQ(kernel.incidents[0].device, "0000:5e:00");
   EXPECT_EQ(kernel.stats.userspace_dropped, 1u);
 }
+
+// Memory stays bounded whatever the log: past the cap, noise from new devices folds into one overflow
+// incident per node, kind and code, faults that need action keep their own incidents while the
+// overflow allowance lasts, and past it lines are counted and dropped. No line is lost from the counts.
+TEST(Correlate, IncidentCapBoundsIncidentsAndKeepsCounts) {
+  const std::size_t devices = Correlator::kIncidentCap + 500;
+  std::string text;
+  for (std::size_t d = 0; d < devices; ++d)
+    text += fmt::format("pcieport 0000:00:01.0: AER: Corrected error received: {:04x}:{:02x}:00.0\n", d >> 8, d & 255);
+  text += "pcieport 0000:00:01.0: AER: Corrected error received: 0000:00:00.0\n";  // a repeat of the first
+  // Past the cap, Xid 79s (reboot_node) on new hosts keep their own incidents, up to the allowance.
+  const std::size_t hosts = Correlator::kOverflowCap + 50;
+  for (std::size_t h = 0; h < hosts; ++h)
+    text += fmt::format("Nov 22 14:00:00 host{} kernel: NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus.\n", h);
+
+  const Catalog catalog = builtin();
+  Correlator correlator(catalog);
+  auto scanner = Scanner::create(correlator);
+  ASSERT_TRUE(scanner);
+  ASSERT_TRUE(scanner->scan_text(text, "n1"));
+  const auto& incidents = correlator.incidents();
+  EXPECT_EQ(incidents.size(), Correlator::kIncidentCap + Correlator::kOverflowCap);
+  std::uint64_t counted = 0;
+  for (const auto& i : incidents) counted += i.count;
+  EXPECT_EQ(counted + correlator.dropped_past_cap(), devices + 1 + hosts);
+  EXPECT_EQ(incidents[0].count, 2u);  // the repeat merged into the device's own incident
+  const Incident& overflow = incidents[Correlator::kIncidentCap];
+  EXPECT_EQ(overflow.device, "*");
+  EXPECT_EQ(overflow.kind, Kind::aer_corrected);
+  EXPECT_EQ(overflow.count, 500u);
+  EXPECT_NE(overflow.reason.find("incident cap"), std::string::npos);
+  // The AER overflow took one slot, so hosts 0 .. kOverflowCap-2 got theirs; the rest were dropped.
+  const Incident& host0 = incidents[Correlator::kIncidentCap + 1];
+  EXPECT_EQ(host0.node, "host0");
+  EXPECT_EQ(host0.device, "0000:3b:00");
+  EXPECT_EQ(host0.action, Action::reboot_node);
+  EXPECT_EQ(correlator.dropped_past_cap(), hosts - (Correlator::kOverflowCap - 1));
+  EXPECT_EQ(correlator.merged_past_cap(), 500u);
+}
