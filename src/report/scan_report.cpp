@@ -79,7 +79,8 @@ void emit_scan_json(const ScanReport& r, const std::function<void(std::string_vi
                                   {"ignored", s.ignored},
                                   {"userspace_dropped", s.userspace_dropped},
                                   {"merged_past_incident_cap", r.merged_past_cap},
-                                  {"dropped_past_incident_cap", r.dropped_past_cap}};
+                                  {"dropped_past_incident_cap", r.dropped_past_cap},
+                                  {"prefilter", r.prefilter}};
   put(fmt::format("{{\n  \"schema\": \"{}\",\n  \"sources\": {},\n  \"errors\": {},\n  \"stats\": {},\n  \"incidents\": [",
                   kScanSchema, dump(nlohmann::ordered_json(r.sources), -1), dump(nlohmann::ordered_json(r.errors), -1),
                   dump(stats, -1)));

@@ -20,6 +20,7 @@ struct ScanReport {
   std::vector<signals::Incident> incidents;
   std::uint64_t merged_past_cap = 0;
   std::uint64_t dropped_past_cap = 0;
+  std::string prefilter;  ///< the prefilter's instruction set: avx512, avx2, scalar
   double seconds = 0;
 };
 

@@ -54,15 +54,48 @@ static void set_stamp(std::string& out, const LineInfo& info) {
   }
 }
 
-const std::string& Correlator::key_of(const std::string& node, Kind kind, int code, std::string_view device) {
-  key_.assign(node);
-  key_ += '\x1f';
-  key_ += static_cast<char>('A' + static_cast<int>(kind));
-  key_ += '\x1f';
-  fmt::format_to(std::back_inserter(key_), "{}", code);
-  key_ += '\x1f';
-  key_.append(device);
-  return key_;
+namespace {
+
+std::uint64_t mix(std::uint64_t x) {  // splitmix64's finalizer: every input bit reaches the low bits
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ULL;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+std::uint64_t key_hash(std::string_view node, Kind kind, std::int64_t code, std::string_view device) {
+  std::uint64_t h = std::hash<std::string_view>{}(node);
+  h = mix(h ^ (static_cast<std::uint64_t>(kind) << 40) ^ static_cast<std::uint64_t>(code));
+  return mix(h ^ std::hash<std::string_view>{}(device));
+}
+
+constexpr std::int64_t kOpenCode = std::int64_t{1} << 33;  // keys of open_, apart from any real code
+constexpr std::string_view kOverflowDevice = "*";
+
+}  // namespace
+
+std::optional<std::uint32_t> Correlator::find_latest(const std::string& node, Kind kind, int code,
+                                                     std::string_view device) const {
+  return latest_.find(key_hash(node, kind, code, device), [&](std::uint32_t v) {
+    const Incident& i = incidents_[v];
+    return i.kind == kind && i.code == code && i.device == device && i.node == node;
+  });
+}
+
+void Correlator::set_latest(std::uint32_t index) {
+  const Incident& inc = incidents_[index];
+  latest_.assign(key_hash(inc.node, inc.kind, inc.code, inc.device), index, [&](std::uint32_t v) {
+    const Incident& i = incidents_[v];
+    return i.kind == inc.kind && i.code == inc.code && i.device == inc.device && i.node == inc.node;
+  });
+}
+
+std::optional<std::uint32_t> Correlator::find_open(const std::string& node, Kind kind, std::string_view device) const {
+  return open_.find(key_hash(node, kind, kOpenCode, device), [&](std::uint32_t v) {
+    const Incident& i = incidents_[v];
+    return i.kind == kind && i.device == device && i.node == node;
+  });
 }
 
 const std::string& Correlator::gpu_key_of(const std::string& node, std::string_view device) {
@@ -93,6 +126,7 @@ void Correlator::raise(Incident& inc, Action a, const std::string& why) {
 
 std::vector<Incident> Correlator::take_incidents() {
   latest_.clear();
+  open_.clear();
   gpu_chain_.clear();
   xids_by_gpu_.clear();
   return std::move(incidents_);
@@ -101,10 +135,8 @@ std::vector<Incident> Correlator::take_incidents() {
 bool Correlator::fold_past_cap(const Event& e, Action action) {
   const Signal& s = *e.signal;
   ++merged_past_cap_;
-  // '\x1f' never occurs in a device name, so this key cannot be a real device's.
-  auto it = latest_.find(key_of(*e.node, s.kind, s.code, "\x1f*"));
-  if (it != latest_.end()) {
-    Incident& inc = incidents_[it->second];
+  if (auto it = find_latest(*e.node, s.kind, s.code, kOverflowDevice)) {
+    Incident& inc = incidents_[*it];
     ++inc.count;
     touch(inc, *e.info);
     raise(inc, action, inc.reason);
@@ -117,9 +149,9 @@ bool Correlator::fold_past_cap(const Event& e, Action action) {
   }
   Incident& inc = open_incident(e, action);
   inc.count = 1;
-  inc.device = "*";
+  inc.device = kOverflowDevice;
   inc.reason = fmt::format("incident cap ({}) reached: lines from further devices folded here", kIncidentCap);
-  latest_[key_of(*e.node, s.kind, s.code, "\x1f*")] = incidents_.size() - 1;
+  set_latest(static_cast<std::uint32_t>(incidents_.size() - 1));
   return true;
 }
 
@@ -127,21 +159,22 @@ Incident& Correlator::open_incident(const Event& e, Action action) {
   // Room for the cap at the first incident: growing by doubling would move every incident and
   // touch fresh pages each time. Untouched capacity costs address space, not memory.
   if (incidents_.capacity() == 0) incidents_.reserve(kIncidentCap);
-  Incident inc;
+  Incident& inc = incidents_.emplace_back();
   inc.node = *e.node;
   inc.kind = e.signal->kind;
   inc.code = e.signal->code;
-  inc.device = std::string(e.signal->device);
-  inc.subject = std::string(e.signal->subject);
+  inc.device.assign(e.signal->device);
+  inc.subject.assign(e.signal->subject);
   inc.action = action;
-  inc.sample = std::string(e.line.substr(0, kSampleChars));
+  inc.sample.assign(e.line.substr(0, kSampleChars));
   if (e.info->kmsg_prio >= 0) inc.origin = (e.info->kmsg_prio >> 3) == 0 ? "kernel" : "userspace";
-  inc.reason = e.signal->kind == Kind::xid && e.signal->recovery_action >= 0
-                   ? fmt::format("Xid 154 recovery action 0x{:x}", e.signal->recovery_action)
-                   : "catalog";
+  if (e.signal->kind == Kind::xid && e.signal->recovery_action >= 0) {
+    inc.reason = fmt::format("Xid 154 recovery action 0x{:x}", e.signal->recovery_action);
+  } else {
+    inc.reason = "catalog";
+  }
   touch(inc, *e.info);
-  incidents_.push_back(std::move(inc));
-  return incidents_.back();
+  return inc;
 }
 
 bool Correlator::add(const Event& e) {
@@ -153,16 +186,18 @@ bool Correlator::add(const Event& e) {
   // A closing signal resolves the open incident it cancels; it is not an incident itself.
   for (const auto& c : catalog_.cancellations()) {
     if (c.close != s.kind) continue;
-    auto it = latest_.find(key_of(*e.node, c.open, -1, s.device));
-    if (it == latest_.end()) {
+    auto it = find_open(*e.node, c.open, s.device);
+    if (!it) {
       ++unmatched_closes_;
       return true;
     }
-    Incident& inc = incidents_[it->second];
+    Incident& inc = incidents_[*it];
     inc.resolved = true;
     bump_related(inc, std::string(to_string(s.kind)));
     if (e.info->has_time) set_stamp(inc.last_seen, *e.info);
-    latest_.erase(it);
+    // Resolved: the next signal of its kind on the device opens a new incident.
+    open_.erase(key_hash(inc.node, inc.kind, kOpenCode, inc.device), [&](std::uint32_t v) { return v == *it; });
+    latest_.erase(key_hash(inc.node, inc.kind, inc.code, inc.device), [&](std::uint32_t v) { return v == *it; });
     return true;
   }
 
@@ -201,11 +236,11 @@ bool Correlator::add(const Event& e) {
     }
   }
 
-  auto it = latest_.find(key_of(*e.node, s.kind, s.code, s.device));
+  auto it = find_latest(*e.node, s.kind, s.code, s.device);
   bool past_cap = incidents_.size() >= kIncidentCap;
-  if (it != latest_.end() && (within_window(incidents_[it->second], *e.info) || past_cap)) {
-    if (!within_window(incidents_[it->second], *e.info)) ++merged_past_cap_;
-    Incident& inc = incidents_[it->second];
+  if (it && (within_window(incidents_[*it], *e.info) || past_cap)) {
+    if (!within_window(incidents_[*it], *e.info)) ++merged_past_cap_;
+    Incident& inc = incidents_[*it];
     ++inc.count;
     touch(inc, *e.info);
     raise(inc, action, inc.reason);
@@ -226,8 +261,13 @@ bool Correlator::add(const Event& e) {
   // Cancellable incidents are keyed by device with code -1 so the close can find them.
   bool cancellable = false;
   for (const auto& c : catalog_.cancellations()) cancellable |= c.open == s.kind;
-  latest_[key_of(*e.node, s.kind, s.code, s.device)] = index;
-  if (cancellable) latest_[key_of(*e.node, s.kind, -1, s.device)] = index;
+  set_latest(static_cast<std::uint32_t>(index));
+  if (cancellable)
+    open_.assign(key_hash(*e.node, s.kind, kOpenCode, s.device), static_cast<std::uint32_t>(index),
+                 [&](std::uint32_t v) {
+                   const Incident& i = incidents_[v];
+                   return i.kind == s.kind && i.device == s.device && i.node == *e.node;
+                 });
   if (in_gpu_chain(s) && is_pci(s.device)) gpu_chain_[gpu_key_of(*e.node, s.device)] = index;
   if (s.kind == Kind::xid && s.code != 45) xids_by_gpu_[gpu_key_of(*e.node, s.device)].push_back(index);
   return true;

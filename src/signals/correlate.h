@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "signals/catalog.h"
+#include "signals/flat_index.h"
 #include "signals/prefix.h"
 #include "signals/signal.h"
 
@@ -70,9 +71,12 @@ class Correlator {
   std::uint64_t dropped_past_cap() const { return dropped_past_cap_; }
 
  private:
-  // Keys are packed into one string ("node\x1fkind\x1fcode\x1fdevice") built in a reused buffer,
-  // so the per-line lookup allocates nothing once the buffer has grown.
-  const std::string& key_of(const std::string& node, Kind kind, int code, std::string_view device);
+  // The latest incident of (node, kind, code, device), and the open cancellable incident of
+  // (node, kind, device); entries are checked against the incident they name.
+  std::optional<std::uint32_t> find_latest(const std::string& node, Kind kind, int code, std::string_view device) const;
+  void set_latest(std::uint32_t index);
+  std::optional<std::uint32_t> find_open(const std::string& node, Kind kind, std::string_view device) const;
+  // node + '\x1f' + GPU (PCI address without its function), built in a reused buffer.
   const std::string& gpu_key_of(const std::string& node, std::string_view device);
   Incident& open_incident(const Event& e, Action action);
   bool fold_past_cap(const Event& e, Action action);
@@ -82,10 +86,11 @@ class Correlator {
 
   const Catalog& catalog_;
   std::vector<Incident> incidents_;
-  std::unordered_map<std::string, std::size_t> latest_;     ///< last incident per key
+  FlatIndex latest_;  ///< (node, kind, code, device) -> last incident
+  FlatIndex open_;    ///< (node, kind, device) -> open incident a closing signal can resolve
   std::unordered_map<std::string, std::size_t> gpu_chain_;  ///< node|gpu -> last GPU-fault incident
   std::unordered_map<std::string, std::vector<std::size_t>> xids_by_gpu_;  ///< node|gpu -> Xid incidents but 45
-  std::string key_;  ///< scratch for key_of and gpu_key_of
+  std::string key_;  ///< scratch for gpu_key_of
   std::uint64_t ignored_ = 0, unmatched_closes_ = 0, merged_past_cap_ = 0, dropped_past_cap_ = 0;
 };
 

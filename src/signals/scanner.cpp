@@ -12,7 +12,7 @@
 namespace cmax::signals {
 
 Result<Scanner> Scanner::create(Correlator& correlator, ScanOptions options) {
-  auto p = Prefilter::create(anchor_literals());
+  auto p = Prefilter::create(anchor_literals(), options.isa);
   if (!p) return Unexpected<Error>{p.error()};
   return Scanner(correlator, std::move(*p), options);
 }

@@ -34,6 +34,7 @@ struct ScanOptions {
   std::size_t max_line_bytes = 64u << 10;  ///< candidate lines longer than this are skipped
   int assumed_year = 1970;                 ///< for syslog stamps without a year
   bool kernel_origin_only = false;         ///< drop /dev/kmsg records written from userspace
+  Isa isa = best_isa();                    ///< the prefilter's instruction set (clamped to the CPU's)
 };
 
 class Scanner {
@@ -49,6 +50,8 @@ class Scanner {
   /// Scans text already in memory (tests, small inputs).
   Result<void> scan_text(std::string_view text, const std::string& node);
   const ScanStats& stats() const { return stats_; }
+  /// The instruction set the prefilter runs with.
+  Isa isa() const { return prefilter_.isa(); }
 
  private:
   Scanner(Correlator& c, Prefilter p, ScanOptions o) : correlator_(&c), prefilter_(std::move(p)), options_(o) {}

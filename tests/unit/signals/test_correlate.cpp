@@ -166,6 +166,19 @@ TEST(Correlate, NfsOkResolvesNotResponding) {
   EXPECT_TRUE(has_related(inc, "nfs_ok")) << related_of(inc);
 }
 
+TEST(Correlate, TimeoutAfterRecoveryIsANewIncident) {
+  auto out = scan(
+      "[ 10.0] nfs: server nas01 not responding, still trying\n"
+      "[ 40.0] nfs: server nas01 OK\n"
+      "[ 50.0] nfs: server nas01 not responding, still trying\n"
+      "[ 51.0] nfs: server nas01 not responding, still trying\n");
+  ASSERT_EQ(out.incidents.size(), 2u);
+  EXPECT_TRUE(out.incidents[0].resolved);
+  EXPECT_EQ(out.incidents[0].count, 1u);
+  EXPECT_FALSE(out.incidents[1].resolved);
+  EXPECT_EQ(out.incidents[1].count, 2u);
+}
+
 TEST(Correlate, OkForAnotherServerResolvesNothing) {
   Catalog cat = builtin();
   Correlator correlator(cat);
