@@ -30,6 +30,7 @@ struct ScanFlags {
   bool kernel_only = false;
   bool no_color = false;
   int timeout_s = 600;
+  std::string prefilter;  ///< "" = the best this processor has
 };
 
 // "7d", "12h", "30m", "90s" -> seconds.
@@ -69,6 +70,8 @@ int run_scan(const ScanFlags& f) {
   signals::ScanOptions opt;
   opt.assumed_year = core::utc_year(clock.now());
   opt.kernel_origin_only = f.kernel_only;
+  if (f.prefilter == "scalar") opt.isa = signals::Isa::scalar;
+  if (f.prefilter == "avx2") opt.isa = signals::Isa::avx2;
   signals::Correlator correlator(*catalog);
   auto scanner = signals::Scanner::create(correlator, opt);
   if (!scanner) return environment_error(scanner.error().message);
@@ -106,6 +109,7 @@ int run_scan(const ScanFlags& f) {
   }
   rep.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   rep.stats = scanner->stats();
+  rep.prefilter = std::string(signals::to_string(scanner->isa()));
   rep.incidents = correlator.take_incidents();
   rep.merged_past_cap = correlator.merged_past_cap();
   rep.dropped_past_cap = correlator.dropped_past_cap();
@@ -140,6 +144,10 @@ Runner setup_scan(CLI::App& sub) {
                "Drop /dev/kmsg records written from userspace (an injected '<3>NVRM: Xid' becomes facility user)");
   sub.add_option("--timeout", f->timeout_s, "With --journal: seconds before journalctl is stopped")->check(CLI::Range(1, 86400));
   sub.add_flag("--no-color", f->no_color, "No ANSI colours");
+  sub.add_option("--prefilter", f->prefilter,
+                 "Instruction set of the first pass: avx512, avx2 or scalar (default: the best this CPU has;\n"
+                 "a lower one is for benchmarks and bug reports; stats.prefilter says which ran)")
+      ->check(CLI::IsMember({"avx512", "avx2", "scalar"}));
   return [f] { return run_scan(*f); };
 }
 
