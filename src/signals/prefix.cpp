@@ -1,6 +1,5 @@
 #include "signals/prefix.h"
 
-#include <charconv>
 #include <cstring>
 
 namespace cmax::signals {
@@ -8,15 +7,21 @@ namespace {
 
 bool digit(char c) { return c >= '0' && c <= '9'; }
 
-// Reads an unsigned number at the front of `s`; false when there is none.
+// Reads an unsigned number of at most `max_digits` (<= 18, so it fits) at the front of `s`; false
+// when there is none.
 bool read_uint(std::string_view& s, long long& out, std::size_t max_digits = 18) {
   std::size_t n = 0;
-  while (n < s.size() && n < max_digits && digit(s[n])) ++n;
+  long long v = 0;
+  while (n < s.size() && n < max_digits && digit(s[n])) v = v * 10 + (s[n++] - '0');
   if (n == 0) return false;
-  std::from_chars(s.data(), s.data() + n, out);
+  out = v;
   s.remove_prefix(n);
   return true;
 }
+
+// 10^k as doubles, exact for every k here.
+constexpr double kPow10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,
+                             1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18};
 
 bool eat(std::string_view& s, char c) {
   if (s.empty() || s.front() != c) return false;
@@ -137,11 +142,10 @@ bool dmesg_stamp(std::string_view& s, LineInfo& info) {
   long long whole;
   std::string_view num = t;
   if (read_uint(num, whole) && eat(num, '.')) {
-    long long frac_digits_start = static_cast<long long>(num.size());
+    const std::size_t frac_digits = num.size();
     long long frac = 0;
     if (!read_uint(num, frac) || !num.empty()) return false;
-    double f = static_cast<double>(frac);
-    for (long long i = 0; i < frac_digits_start; ++i) f /= 10;
+    const double f = static_cast<double>(frac) / kPow10[frac_digits];  // read_uint took <= 18 digits
     if (!info.has_time) {
       info.time = static_cast<double>(whole) + f;
       info.has_time = true;
