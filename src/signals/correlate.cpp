@@ -156,9 +156,9 @@ bool Correlator::fold_past_cap(const Event& e, Action action) {
 }
 
 Incident& Correlator::open_incident(const Event& e, Action action) {
-  // Room for the cap at the first incident: growing by doubling would move every incident and
-  // touch fresh pages each time. Untouched capacity costs address space, not memory.
-  if (incidents_.capacity() == 0) incidents_.reserve(kIncidentCap);
+  // Room for every incident there can be, at the first: growing by doubling would move every
+  // incident and touch fresh pages each time. Untouched capacity costs address space, not memory.
+  if (incidents_.capacity() == 0) incidents_.reserve(kIncidentCap + kOverflowCap);
   Incident& inc = incidents_.emplace_back();
   inc.node = *e.node;
   inc.kind = e.signal->kind;
