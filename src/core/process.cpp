@@ -96,9 +96,16 @@ Result<ProcessResult> run_process(const ProcessSpec& spec) {
   for (const auto& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
 
-  std::vector<std::string> env_store;
+  // extra_env overrides: getenv() returns the first match, so inherited entries with the same key go.
+  auto overridden = [&spec](std::string_view entry) {
+    auto key = entry.substr(0, entry.find('=') + 1);
+    for (const auto& kv : spec.extra_env)
+      if (std::string_view(kv).substr(0, kv.find('=') + 1) == key) return true;
+    return false;
+  };
   std::vector<char*> envp;
-  for (char** e = environ; e && *e; ++e) envp.push_back(*e);
+  for (char** e = environ; e && *e; ++e)
+    if (!overridden(*e)) envp.push_back(*e);
   for (const auto& kv : spec.extra_env) envp.push_back(const_cast<char*>(kv.c_str()));
   envp.push_back(nullptr);
 

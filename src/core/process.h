@@ -18,7 +18,7 @@ struct ProcessSpec {
   std::vector<std::string> argv;
   std::chrono::milliseconds timeout{5000};
   std::size_t max_output_bytes = 1u << 20;  ///< per stream; the rest is read and dropped
-  std::vector<std::string> extra_env;       ///< "KEY=VALUE" added to the inherited environment
+  std::vector<std::string> extra_env;       ///< "KEY=VALUE" over the inherited environment
 };
 
 /// How it ended. `exit_code` is -1 when killed by a signal (see `signal`).

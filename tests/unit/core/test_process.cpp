@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdlib>
 
 #include "core/process.h"
 
@@ -54,4 +55,14 @@ TEST(Process, FindProgramHonoursTheGivenPath) {
   EXPECT_TRUE(cmax::core::find_program("sh"));
   EXPECT_FALSE(cmax::core::find_program("sh", std::string_view("")));
   EXPECT_FALSE(cmax::core::find_program("sh", std::string_view("/nonexistent-dir")));
+}
+
+TEST(Process, ExtraEnvOverridesTheInheritedValue) {
+  ::setenv("CMAX_TEST_OVERRIDE", "inherited", 1);
+  ProcessSpec spec{{"printenv", "CMAX_TEST_OVERRIDE"}, 5000ms};  // getenv: first match wins
+  spec.extra_env = {"CMAX_TEST_OVERRIDE=given"};
+  auto r = run_process(spec);
+  ::unsetenv("CMAX_TEST_OVERRIDE");
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->out, "given\n");
 }
