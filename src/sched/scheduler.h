@@ -1,0 +1,50 @@
+#pragma once
+// What the node agent asks of a workload scheduler: read a node's state, drain it, resume it,
+// reboot it. Implementations follow the rules in sched/policy.h: cmax only undoes what it did, and
+// every mutating call is idempotent and has a dry run.
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/result.h"
+#include "sched/node_state.h"
+
+namespace cmax::sched {
+
+/// Every reason cmax sets starts with this; a reason without it belongs to someone else.
+inline constexpr std::string_view kReasonPrefix = "cmax: ";
+
+/// What a mutating call did, or under dry run would do.
+struct Action {
+  bool changed = false;  ///< the scheduler was (dry run: would be) asked to change the node
+  bool dry_run = false;  ///< true when nothing was run
+  /// The command run, or under dry run the one that would run; empty when none was needed.
+  std::vector<std::string> argv;
+  std::string note;  ///< why nothing was needed ("already drained: cmax: Xid 79"); empty otherwise
+};
+
+/// Whether resume() may undo a drain that cmax did not set.
+enum class Force : bool { kNo = false, kYes = true };
+
+/// A workload scheduler's node controls. Calls block, each bounded by the implementation's timeout.
+/// Errors name the action and the node: "drain n1: scontrol exited 1: ...". Not thread-safe.
+class Scheduler {
+ public:
+  virtual ~Scheduler() = default;
+
+  /// The node's current state and reason.
+  virtual Result<NodeState> node_state(std::string_view node) = 0;
+  /// Drains `node` (running jobs finish) with `reason`, prefixed with kReasonPrefix when it lacks
+  /// it. Idempotent: a node already drained or draining is left as is (changed == false).
+  virtual Result<Action> drain(std::string_view node, std::string_view reason) = 0;
+  /// Returns a drained or down node to service. Refuses, with an error, a node whose reason cmax
+  /// did not set unless `force` is Force::kYes. A node in service is left as is (changed == false).
+  virtual Result<Action> resume(std::string_view node, Force force) = 0;
+  /// Reboots `node` once its jobs end and returns it to service after; `reason` as for drain().
+  /// Refuses a node held (drained or down) for someone else's reason. A reboot already pending is
+  /// left as is (changed == false).
+  virtual Result<Action> reboot(std::string_view node, std::string_view reason) = 0;
+};
+
+}  // namespace cmax::sched

@@ -1,0 +1,129 @@
+#include "sched/slurm.h"
+
+#include <utility>
+
+#include "core/process.h"
+#include "core/strings.h"
+#include "sched/policy.h"
+#include "sched/slurm_parse.h"
+
+namespace cmax::sched {
+namespace {
+
+constexpr std::size_t kMaxOutputBytes = 64u << 10;
+
+Unexpected<Error> fail_on(std::string_view action, std::string_view node, const Error& e) {
+  return fail("{} {}: {}", action, node, e.message);
+}
+
+Action unchanged(std::string note) {
+  Action a;
+  a.note = std::move(note);
+  return a;
+}
+
+}  // namespace
+
+std::vector<std::string> drain_argv(const SlurmOptions& options, std::string_view node,
+                                    std::string_view reason) {
+  return {options.scontrol, "update", "NodeName=" + std::string(node), "State=DRAIN",
+          "Reason=" + std::string(reason)};
+}
+
+std::vector<std::string> resume_argv(const SlurmOptions& options, std::string_view node) {
+  return {options.scontrol, "update", "NodeName=" + std::string(node), "State=RESUME"};
+}
+
+std::vector<std::string> reboot_argv(const SlurmOptions& options, std::string_view node,
+                                     std::string_view reason) {
+  return {options.scontrol, "reboot", "ASAP", "nextstate=RESUME", "reason=" + std::string(reason),
+          std::string(node)};
+}
+
+SlurmScheduler::SlurmScheduler(SlurmOptions options) : options_(std::move(options)) {}
+
+Result<std::string> SlurmScheduler::scontrol(std::vector<std::string> argv) {
+  core::ProcessSpec spec{std::move(argv), options_.timeout, kMaxOutputBytes};
+  // Without SLURM_CONF the tools fall back to /etc/slurm and DNS; the ISO time format keeps
+  // Reason's
+  // "[user@time]" suffix parseable whatever the caller's SLURM_TIME_FORMAT.
+  if (!options_.conf_path.empty()) spec.extra_env.push_back("SLURM_CONF=" + options_.conf_path);
+  spec.extra_env.push_back("SLURM_TIME_FORMAT=standard");
+  auto r = core::run_process(spec);
+  if (!r) return Unexpected<Error>{r.error()};
+  auto where =
+      options_.conf_path.empty() ? std::string("the default slurm.conf") : options_.conf_path;
+  if (r->timed_out)
+    return fail("scontrol timed out after {} ms: is slurmctld (from {}) up and reachable?",
+                options_.timeout.count(), where);
+  if (r->signal != 0) return fail("scontrol killed by signal {}", r->signal);
+  if (r->exit_code != 0)
+    return fail("scontrol exited {}: {}", r->exit_code,
+                core::clip(core::trim(r->err.empty() ? r->out : r->err), 300));
+  if (r->truncated) return fail("scontrol printed more than {} bytes", kMaxOutputBytes);
+  return std::move(r->out);
+}
+
+Result<NodeState> SlurmScheduler::read_state(std::string_view node) {
+  if (auto r = check_node_name(node); !r) return Unexpected<Error>{r.error()};
+  auto out = scontrol({options_.scontrol, "-o", "show", "node", std::string(node)});
+  if (!out) return Unexpected<Error>{out.error()};
+  auto state = parse_scontrol_node(*out);
+  if (!state) return Unexpected<Error>{state.error()};
+  if (state->name != node) return fail("scontrol answered for node {}", state->name);
+  return state;
+}
+
+Result<Action> SlurmScheduler::act(std::vector<std::string> argv) {
+  Action a;
+  a.changed = true;
+  a.dry_run = options_.dry_run;
+  a.argv = std::move(argv);
+  if (a.dry_run) return a;
+  if (auto r = scontrol(a.argv); !r) return Unexpected<Error>{r.error()};
+  return a;
+}
+
+Result<NodeState> SlurmScheduler::node_state(std::string_view node) {
+  auto s = read_state(node);
+  if (!s) return fail_on("state of", node, s.error());
+  return s;
+}
+
+Result<Action> SlurmScheduler::drain(std::string_view node, std::string_view reason) {
+  auto full = cmax_reason(reason);
+  if (!full) return fail_on("drain", node, full.error());
+  auto s = read_state(node);
+  if (!s) return fail_on("drain", node, s.error());
+  auto d = decide_drain(*s);
+  if (!d.act) return unchanged(std::move(d.note));
+  auto a = act(drain_argv(options_, node, *full));
+  if (!a) return fail_on("drain", node, a.error());
+  return a;
+}
+
+Result<Action> SlurmScheduler::resume(std::string_view node, Force force) {
+  auto s = read_state(node);
+  if (!s) return fail_on("resume", node, s.error());
+  auto d = decide_resume(*s, force);
+  if (!d) return fail_on("resume", node, d.error());
+  if (!d->act) return unchanged(std::move(d->note));
+  auto a = act(resume_argv(options_, node));
+  if (!a) return fail_on("resume", node, a.error());
+  return a;
+}
+
+Result<Action> SlurmScheduler::reboot(std::string_view node, std::string_view reason) {
+  auto full = cmax_reason(reason);
+  if (!full) return fail_on("reboot", node, full.error());
+  auto s = read_state(node);
+  if (!s) return fail_on("reboot", node, s.error());
+  auto d = decide_reboot(*s);
+  if (!d) return fail_on("reboot", node, d.error());
+  if (!d->act) return unchanged(std::move(d->note));
+  auto a = act(reboot_argv(options_, node, *full));
+  if (!a) return fail_on("reboot", node, a.error());
+  return a;
+}
+
+}  // namespace cmax::sched

@@ -1,0 +1,53 @@
+#pragma once
+// Scheduler on Slurm through `scontrol`, spawned from argv (no shell), a deadline on every call.
+
+#include <chrono>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/result.h"
+#include "sched/scheduler.h"
+
+namespace cmax::sched {
+
+/// How SlurmScheduler reaches Slurm.
+struct SlurmOptions {
+  std::string conf_path;                    ///< passed as SLURM_CONF when set; else Slurm's default
+  std::chrono::milliseconds timeout{5000};  ///< per scontrol call
+  /// Mutating calls still read the node's state, then report their argv without running it.
+  bool dry_run = false;
+  std::string scontrol = "scontrol";  ///< program name (looked up on PATH) or path
+};
+
+/// argv of `scontrol update NodeName=node State=DRAIN Reason=reason`.
+std::vector<std::string> drain_argv(const SlurmOptions& options, std::string_view node,
+                                    std::string_view reason);
+/// argv of `scontrol update NodeName=node State=RESUME`.
+std::vector<std::string> resume_argv(const SlurmOptions& options, std::string_view node);
+/// argv of `scontrol reboot ASAP nextstate=RESUME reason=reason node`.
+std::vector<std::string> reboot_argv(const SlurmOptions& options, std::string_view node,
+                                     std::string_view reason);
+
+/// Scheduler over Slurm's scontrol. Each call runs scontrol once or twice (state, then action),
+/// each bounded by options.timeout. Not thread-safe; cheap to construct.
+class SlurmScheduler final : public Scheduler {
+ public:
+  explicit SlurmScheduler(SlurmOptions options);
+
+  Result<NodeState> node_state(std::string_view node) override;
+  Result<Action> drain(std::string_view node, std::string_view reason) override;
+  Result<Action> resume(std::string_view node, Force force) override;
+  Result<Action> reboot(std::string_view node, std::string_view reason) override;
+
+  const SlurmOptions& options() const { return options_; }
+
+ private:
+  Result<std::string> scontrol(std::vector<std::string> argv);
+  Result<NodeState> read_state(std::string_view node);
+  Result<Action> act(std::vector<std::string> argv);
+
+  SlurmOptions options_;
+};
+
+}  // namespace cmax::sched

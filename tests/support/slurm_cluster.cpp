@@ -1,0 +1,233 @@
+#include "support/slurm_cluster.h"
+
+#include <arpa/inet.h>
+#include <fmt/format.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <thread>
+
+#include "core/strings.h"
+#include "core/unique_fd.h"
+#include "sched/slurm_parse.h"
+#include "support/munge.h"
+
+namespace cmax::test {
+namespace {
+
+constexpr std::string_view kPrograms[] = {"slurmctld", "slurmd", "scontrol", "sinfo",
+                                          "munged",    "munge",  "mungekey", "runuser"};
+constexpr int kAttempts = 3;
+// Below Linux's default ephemeral range (32768-60999), so no outgoing connection holds one of ours.
+constexpr int kPortLow = 20000;
+constexpr int kPortHigh = 32000;
+
+bool port_free(int port) {
+  core::UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<std::uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_ANY);  // the daemons listen on every address
+  return fd && ::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+}
+
+// The first of `count` consecutive free ports from a random base, so tests running side by side
+// rarely even try the same ones; a daemon that still loses a race dies at start and start()
+// retries.
+Result<int> pick_ports(std::mt19937_64& rng, int count) {
+  std::uniform_int_distribution<int> base(kPortLow, kPortHigh - count);
+  for (int tries = 0; tries < 100; ++tries) {
+    int b = base(rng);
+    bool all = true;
+    for (int i = 0; i < count && all; ++i) all = port_free(b + i);
+    if (all) return b;
+  }
+  return fail("pick ports: no {} consecutive free TCP ports in {}-{}", count, kPortLow, kPortHigh);
+}
+
+std::string conf_text(const std::filesystem::path& dir, int ctld_port,
+                      const std::vector<std::string>& nodes,
+                      const std::vector<std::string>& extra) {
+  auto d = dir.string();
+  std::string conf = fmt::format(
+      "ClusterName=cmaxtest\nSlurmctldHost=localhost\nSlurmctldPort={}\nSlurmUser=root\nSlurmdUser="
+      "root\n"
+      "AuthType=auth/munge\nStateSaveLocation={}/state\nSlurmdSpoolDir={}/spool-%n\n"
+      "SlurmctldPidFile={}/slurmctld.pid\nSlurmdPidFile={}/slurmd-%n.pid\n"
+      "SlurmctldLogFile={}/log/slurmctld.log\nSlurmdLogFile={}/log/slurmd-%n.log\n"
+      "ProctrackType=proctrack/linuxproc\nTaskPlugin=task/none\nSelectType=select/cons_tres\n"
+      "SelectTypeParameters=CR_Core\nMpiDefault=none\nReturnToService=2\nSlurmdTimeout=10\n"
+      "JobAcctGatherType=jobacct_gather/none\nAccountingStorageType=accounting_storage/"
+      "none\nMailProg=/bin/true\n",
+      ctld_port, d, d, d, d, d, d);
+  std::string list;
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    conf += fmt::format(
+        "NodeName={} NodeHostname=localhost NodeAddr=127.0.0.1 Port={} CPUs=2 RealMemory=1000\n",
+        nodes[i], ctld_port + 1 + static_cast<int>(i));
+    list += (i ? "," : "") + nodes[i];
+  }
+  conf += fmt::format("PartitionName=batch Nodes={} Default=YES MaxTime=INFINITE State=UP\n", list);
+  for (const auto& line : extra) conf += line + "\n";
+  return conf;
+}
+
+std::string tail_of(const std::filesystem::path& path, std::size_t max_bytes = 1500) {
+  std::ifstream in(path, std::ios::binary);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return text.size() > max_bytes ? "..." + text.substr(text.size() - max_bytes) : text;
+}
+
+}  // namespace
+
+std::optional<std::string> SlurmCluster::unavailable() {
+  if (::geteuid() != 0)
+    return "a Slurm test cluster needs root (slurmd, and munged set up as user munge)";
+  for (auto p : kPrograms)
+    if (!find_system_program(p))
+      return fmt::format("{} is not installed: run scripts/setup-deps --test (slurm-wlm, munge)",
+                         p);
+  return std::nullopt;
+}
+
+Result<std::unique_ptr<SlurmCluster>> SlurmCluster::start(SlurmClusterOptions options) {
+  if (auto why = unavailable()) return fail("start Slurm cluster: {}", *why);
+  if (auto m = ensure_munged(); !m) return fail("start Slurm cluster: {}", m.error().message);
+
+  std::unique_ptr<SlurmCluster> c(new SlurmCluster);
+  std::string tmpl = (std::filesystem::temp_directory_path() / "cmax-slurm-XXXXXX").string();
+  if (::mkdtemp(tmpl.data()) == nullptr)
+    return fail("start Slurm cluster: mkdtemp {}: {}", tmpl, std::strerror(errno));
+  c->dir_ = tmpl;
+  for (int i = 1; i <= options.nodes; ++i) c->nodes_.push_back(fmt::format("n{}", i));
+  for (int i = 1; i <= options.spares; ++i) c->nodes_.push_back(fmt::format("spare{}", i));
+  auto seed =
+      options.seed != 0 ? options.seed : (std::uint64_t{std::random_device{}()} << 32) ^ ::getpid();
+  std::mt19937_64 rng(seed);
+
+  for (int attempt = 1;; ++attempt) {
+    auto up = c->launch(options, rng());
+    if (up) up = c->wait_idle(options.ready_timeout);
+    if (up) return c;
+    c->stop_daemons();
+    if (!c->retry_ || attempt == kAttempts)
+      return fail("start Slurm cluster (attempt {} of {}): {}", attempt, kAttempts,
+                  up.error().message);
+  }
+}
+
+Result<void> SlurmCluster::launch(const SlurmClusterOptions& options, std::uint64_t seed) {
+  retry_ = false;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir_, ec))
+    std::filesystem::remove_all(entry, ec);
+  std::filesystem::create_directories(dir_ / "state", ec);
+  std::filesystem::create_directories(dir_ / "log", ec);
+  for (const auto& n : nodes_) std::filesystem::create_directories(dir_ / ("spool-" + n), ec);
+  if (ec) return fail("create directories in {}: {}", dir_.string(), ec.message());
+
+  std::mt19937_64 rng(seed);
+  auto base = pick_ports(rng, 1 + static_cast<int>(nodes_.size()));
+  if (!base) return Unexpected<Error>{base.error()};
+  ctld_port_ = static_cast<std::uint16_t>(*base);
+  {
+    std::ofstream conf(conf_path(), std::ios::trunc);
+    conf << conf_text(dir_, *base, nodes_, options.extra_conf);
+    if (!conf.flush()) return fail("write {}", conf_path());
+  }
+
+  // -D: in the foreground, as our children, so they are ours to kill; -i: ignore saved state.
+  auto ctld = Daemon::start({"slurmctld", "-D", "-i"}, env(), dir_ / "log" / "slurmctld.out");
+  if (!ctld) return Unexpected<Error>{ctld.error()};
+  daemons_.push_back({std::move(*ctld), dir_ / "log" / "slurmctld.log"});
+  for (const auto& n : nodes_) {
+    auto d =
+        Daemon::start({"slurmd", "-D", "-N", n}, env(), dir_ / "log" / ("slurmd-" + n + ".out"));
+    if (!d) return Unexpected<Error>{d.error()};
+    daemons_.push_back({std::move(*d), dir_ / "log" / ("slurmd-" + n + ".log")});
+  }
+  return ok();
+}
+
+Result<void> SlurmCluster::wait_idle(std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  std::string last = "no answer from sinfo";
+  while (std::chrono::steady_clock::now() < deadline) {
+    for (auto& [d, log] : daemons_) {
+      if (d.running()) continue;
+      retry_ = true;  // most likely a port taken between our check and its bind
+      return fail("{} ended at start ({}); {}: {}", d.name(), d.exit_status(),
+                  log.filename().string(), tail_of(log));
+    }
+    auto exe = find_system_program("sinfo");
+    auto r = core::run_process(
+        {{*exe, "-h", "-N", "-o", "%N %T"}, std::chrono::seconds(2), 1u << 16, env()});
+    if (r && r->exit_code == 0) {
+      last = std::string(core::trim(r->out));
+      std::size_t idle = 0;
+      for (auto line : core::split_lines(r->out)) {
+        auto sp = line.find(' ');
+        if (sp == std::string_view::npos || core::trim(line.substr(sp)) != "idle") continue;
+        auto name = line.substr(0, sp);
+        idle += std::count(nodes_.begin(), nodes_.end(), name);
+      }
+      if (idle == nodes_.size()) return ok();
+    } else if (r) {
+      last = std::string(core::trim(r->err));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return fail("nodes not all idle after {} ms; sinfo: {}; slurmctld.log: {}", timeout.count(), last,
+              tail_of(dir_ / "log" / "slurmctld.log"));
+}
+
+void SlurmCluster::stop_daemons() { daemons_.clear(); }
+
+SlurmCluster::~SlurmCluster() {
+  stop_daemons();
+  std::error_code ec;
+  if (!dir_.empty()) std::filesystem::remove_all(dir_, ec);
+}
+
+Result<core::ProcessResult> SlurmCluster::scontrol(std::vector<std::string> args,
+                                                   std::chrono::milliseconds timeout) const {
+  auto exe = find_system_program("scontrol");
+  if (!exe) return fail("run scontrol: not installed");
+  args.insert(args.begin(), *exe);
+  return core::run_process({std::move(args), timeout, 1u << 20, env()});
+}
+
+Result<sched::NodeState> SlurmCluster::state(std::string_view node) const {
+  auto r = scontrol({"-o", "show", "node", std::string(node)});
+  if (!r) return fail("state of {}: {}", node, r.error().message);
+  if (r->exit_code != 0 || r->timed_out)
+    return fail("state of {}: scontrol exited {}{}: {}", node, r->exit_code,
+                r->timed_out ? " (timed out)" : "", core::trim(r->err));
+  auto s = sched::parse_scontrol_node(r->out);
+  if (!s) return fail("state of {}: {}", node, s.error().message);
+  return s;
+}
+
+Result<sched::NodeState> SlurmCluster::wait_for(
+    std::string_view node, const std::function<bool(const sched::NodeState&)>& done,
+    std::chrono::milliseconds timeout) const {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  std::string last;
+  for (;;) {
+    auto s = state(node);
+    if (s && done(*s)) return s;
+    last = s ? s->state : s.error().message;
+    if (std::chrono::steady_clock::now() >= deadline) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return fail("wait for {}: condition not met after {} ms; last seen: {}", node, timeout.count(),
+              last);
+}
+
+}  // namespace cmax::test
