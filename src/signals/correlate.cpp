@@ -137,6 +137,7 @@ bool Correlator::fold_past_cap(const Event& e, Action action) {
   ++merged_past_cap_;
   if (auto it = find_latest(*e.node, s.kind, s.code, kOverflowDevice)) {
     Incident& inc = incidents_[*it];
+    last_ = *it;
     ++inc.count;
     touch(inc, *e.info);
     raise(inc, action, inc.reason);
@@ -152,13 +153,16 @@ bool Correlator::fold_past_cap(const Event& e, Action action) {
   inc.device = kOverflowDevice;
   inc.reason = fmt::format("incident cap ({}) reached: lines from further devices folded here", kIncidentCap);
   set_latest(static_cast<std::uint32_t>(incidents_.size() - 1));
+  last_ = incidents_.size() - 1;
   return true;
 }
 
 Incident& Correlator::open_incident(const Event& e, Action action) {
-  // Room for every incident there can be, at the first: growing by doubling would move every
-  // incident and touch fresh pages each time. Untouched capacity costs address space, not memory.
-  if (incidents_.capacity() == 0) incidents_.reserve(kIncidentCap + kOverflowCap);
+  // Room for a few incidents, then at once for every incident there can be: growing by doubling
+  // would move every incident and touch fresh pages each time, and reserving the bound for every
+  // correlator would make small scans (and the fuzzers) pay for it.
+  if (incidents_.size() == incidents_.capacity())
+    incidents_.reserve(incidents_.capacity() < 64 ? 64 : kIncidentCap + kOverflowCap);
   Incident& inc = incidents_.emplace_back();
   inc.node = *e.node;
   inc.kind = e.signal->kind;
@@ -178,6 +182,7 @@ Incident& Correlator::open_incident(const Event& e, Action action) {
 }
 
 bool Correlator::add(const Event& e) {
+  last_.reset();
   const Signal& s = *e.signal;
   if (catalog_.ignored(s)) {
     ++ignored_;
@@ -192,6 +197,7 @@ bool Correlator::add(const Event& e) {
       return true;
     }
     Incident& inc = incidents_[*it];
+    last_ = *it;
     inc.resolved = true;
     bump_related(inc, std::string(to_string(s.kind)));
     if (e.info->has_time) set_stamp(inc.last_seen, *e.info);
@@ -213,6 +219,7 @@ bool Correlator::add(const Event& e) {
         if (!within_window(inc, *e.info)) break;
         bump_related(inc, "Xid 45 (attributed)");
         touch(inc, *e.info);
+        last_ = *it;
         return true;
       }
     }
@@ -225,6 +232,7 @@ bool Correlator::add(const Event& e) {
       Incident& head = incidents_[it->second];
       bool same = head.kind == s.kind && head.code == s.code;
       if (!same && within_window(head, *e.info)) {
+        last_ = it->second;
         const std::string what = label(s);
         bump_related(head, what);
         raise(head, action,
@@ -241,6 +249,7 @@ bool Correlator::add(const Event& e) {
   if (it && (within_window(incidents_[*it], *e.info) || past_cap)) {
     if (!within_window(incidents_[*it], *e.info)) ++merged_past_cap_;
     Incident& inc = incidents_[*it];
+    last_ = *it;
     ++inc.count;
     touch(inc, *e.info);
     raise(inc, action, inc.reason);
@@ -258,6 +267,7 @@ bool Correlator::add(const Event& e) {
   Incident& inc = open_incident(e, action);
   inc.count = 1;
   std::size_t index = incidents_.size() - 1;
+  last_ = index;
   // Cancellable incidents are keyed by device with code -1 so the close can find them.
   bool cancellable = false;
   for (const auto& c : catalog_.cancellations()) cancellable |= c.open == s.kind;

@@ -51,6 +51,9 @@ class Correlator {
 
   /// Adds one event. Returns false when the catalog's ignore lists dropped it.
   bool add(const Event& e);
+  /// The incident the last add() counted its line in (for a closing signal, the incident it
+  /// resolved); nullopt when the line was ignored, dropped past the cap, or closed nothing.
+  std::optional<std::size_t> last_incident() const { return last_; }
   /// The incidents in order of first appearance.
   const std::vector<Incident>& incidents() const { return incidents_; }
   /// Moves the incidents out (for a report that outlives the scan); the correlator starts over.
@@ -91,6 +94,7 @@ class Correlator {
   std::unordered_map<std::string, std::size_t> gpu_chain_;  ///< node|gpu -> last GPU-fault incident
   std::unordered_map<std::string, std::vector<std::size_t>> xids_by_gpu_;  ///< node|gpu -> Xid incidents but 45
   std::string key_;  ///< scratch for gpu_key_of
+  std::optional<std::size_t> last_;
   std::uint64_t ignored_ = 0, unmatched_closes_ = 0, merged_past_cap_ = 0, dropped_past_cap_ = 0;
 };
 

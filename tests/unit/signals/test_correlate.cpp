@@ -303,3 +303,19 @@ TEST(Correlate, IncidentCapBoundsIncidentsAndKeepsCounts) {
   EXPECT_EQ(correlator.dropped_past_cap(), hosts - (Correlator::kOverflowCap - 1));
   EXPECT_EQ(correlator.merged_past_cap(), 500u);
 }
+
+// The agent learns from last_incident() which incident a line landed in.
+TEST(Correlate, LastIncidentNamesWhereTheLineWent) {
+  const Catalog catalog = builtin();
+  Correlator c(catalog);
+  auto scanner = Scanner::create(c);
+  ASSERT_TRUE(scanner);
+  ASSERT_TRUE(scanner->scan_text(xid_line("0000:3b:00", 79), "n1"));
+  EXPECT_EQ(c.last_incident(), std::optional<std::size_t>(0));
+  ASSERT_TRUE(scanner->scan_text(xid_line("0000:5e:00", 79), "n1"));
+  EXPECT_EQ(c.last_incident(), std::optional<std::size_t>(1));
+  ASSERT_TRUE(scanner->scan_text(xid_line("0000:3b:00", 79), "n1"));  // a repeat of the first
+  EXPECT_EQ(c.last_incident(), std::optional<std::size_t>(0));
+  ASSERT_TRUE(scanner->scan_text("nfs: server nas09 OK\n", "n1"));  // closes nothing
+  EXPECT_FALSE(c.last_incident());
+}

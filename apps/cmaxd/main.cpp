@@ -1,0 +1,137 @@
+// cmaxd: the passive node agent. Follows this node's kernel log through the signal engine and
+// drains (or reboots) the node in Slurm when an incident needs it. Links no fault-injection code.
+// Exit codes: 0 stopped by SIGTERM/SIGINT; 2 usage error; 3 cannot start (kmsg, database, catalog).
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stop_token>
+#include <thread>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "agent/agent.h"
+#include "agent/event_log.h"
+#include "sched/slurm.h"
+#include "signals/catalog.h"
+
+namespace {
+
+using namespace cmax;
+
+constexpr int kExitStartup = 3;
+
+std::string short_hostname() {
+  char buf[256] = {0};
+  if (::gethostname(buf, sizeof buf - 1) != 0) return "localhost";
+  std::string h = buf;
+  return h.substr(0, h.find('.'));
+}
+
+int start_error(const std::string& msg) {
+  fmt::print(stderr, "cmaxd: {}\n", msg);
+  return kExitStartup;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "cmaxd: the passive node agent. Follows /dev/kmsg live through cmax's signal engine (every Xid, SXid,\n"
+      "lockup, MCE, EDAC, AER, NVMe, filesystem, NFS, Lustre, IB and OOM fault), keeps incidents, and drains\n"
+      "this node in Slurm (reason 'cmax: ...') when an incident's action reaches --drain-at. Every incident and\n"
+      "every intended action is written to --db before the action runs; a restart resumes after the last\n"
+      "record read, never drains twice for one incident, and carries out actions left pending by a crash.\n"
+      "It resumes a node only when the incident it drained for resolves (Link is Up after Link is Down) and\n"
+      "only when the reason is its own. Logs are JSON lines on stderr.\n"
+      "Exit codes: 0 stopped by SIGTERM/SIGINT; 2 usage error; 3 cannot start (kmsg, database, catalog).",
+      "cmaxd"};
+  agent::AgentOptions opt;
+  std::string db_path = "/var/lib/cmax/cmaxd.db", slurm_conf, act_on = "any", drain_at = "drain", config;
+  int timeout_ms = 5000;
+  long long breaker_window_s = 3600, dedup_window_s = 3600;
+  opt.node = short_hostname();
+  app.add_option("--node", opt.node, "This node's name in Slurm")->capture_default_str();
+  app.add_option("--db", db_path, "Event log (SQLite, WAL)")->capture_default_str();
+  app.add_option("--kmsg", opt.kmsg_path, "Kernel log device")->capture_default_str();
+  app.add_option("--slurm-conf", slurm_conf, "slurm.conf for scontrol (SLURM_CONF); default: Slurm's own");
+  app.add_option("--scontrol-timeout-ms", timeout_ms, "Deadline of each scontrol call")->capture_default_str();
+  app.add_option("--act-on", act_on,
+                 "Records that may trigger actions: 'kernel' (kernel facility only; a line written to /dev/kmsg\n"
+                 "from userspace is recorded but never acted on) or 'any' (fault drills inject from userspace)")
+      ->check(CLI::IsMember({"kernel", "any"}))
+      ->capture_default_str();
+  app.add_option("--drain-at", drain_at, "Drain when an incident's action is at least this")
+      ->check(CLI::IsMember({"restart_app", "reset_gpu", "drain", "reboot_node", "replace"}))
+      ->capture_default_str();
+  app.add_flag("--reboot", opt.reboot, "reboot_node incidents: scontrol reboot ASAP nextstate=RESUME instead of drain");
+  app.add_flag("--from-now", opt.from_now,
+               "On a first start in this boot (no resume point in --db), ignore the records already in the\n"
+               "ring buffer; by default they are read, so a fault logged before cmaxd started is acted on");
+  app.add_flag("--dry-run", opt.dry_run, "Decide and record every action, change nothing in Slurm");
+  app.add_option("--breaker-max", opt.breaker_max_actions, "At most this many drains (and reboots) per window")
+      ->capture_default_str();
+  app.add_option("--breaker-window", breaker_window_s, "The circuit breaker's window, seconds")->capture_default_str();
+  app.add_option("--dedup-window", dedup_window_s, "One action per incident within this many seconds")
+      ->capture_default_str();
+  app.add_option("--config", config, "Signal overrides: actions, ignore lists, thresholds (docs/signals-config.md)");
+  CLI11_PARSE(app, argc, argv);
+
+  opt.act_on = act_on == "kernel" ? agent::Origins::kernel : agent::Origins::any;
+  for (int a = 0; a <= static_cast<int>(signals::Action::replace); ++a)
+    if (signals::to_string(static_cast<signals::Action>(a)) == drain_at) opt.drain_at = static_cast<signals::Action>(a);
+  opt.breaker_window = std::chrono::seconds(breaker_window_s);
+  opt.dedup_window = std::chrono::seconds(dedup_window_s);
+
+  auto boot = agent::read_boot_id();
+  if (!boot) return start_error(boot.error().message);
+  opt.boot_id = *boot;
+  auto catalog = signals::Catalog::builtin();
+  if (!catalog) return start_error(catalog.error().message);
+  if (!config.empty()) {
+    std::ifstream in(config, std::ios::binary);
+    if (!in) return start_error(fmt::format("open {}: cannot read the --config file", config));
+    std::stringstream ss;
+    ss << in.rdbuf();
+    if (auto r = catalog->apply_config(ss.str(), config); !r) return start_error(r.error().message);
+  }
+  if (auto dir = std::filesystem::path(db_path).parent_path(); !dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+  }
+  auto log = agent::EventLog::open(db_path);
+  if (!log) return start_error(log.error().message);
+  sched::SlurmOptions so;
+  so.conf_path = slurm_conf;
+  so.timeout = std::chrono::milliseconds(timeout_ms);
+  so.dry_run = opt.dry_run;
+  sched::SlurmScheduler slurm(so);
+
+  // SIGTERM and SIGINT stop the agent: blocked here, taken by one thread with sigwait.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  std::stop_source stop;
+  std::jthread signal_thread([&](std::stop_token st) {
+    timespec tick{0, 200'000'000};
+    while (!st.stop_requested()) {
+      if (sigtimedwait(&stop_signals, nullptr, &tick) > 0) {
+        stop.request_stop();
+        return;
+      }
+    }
+  });
+
+  agent::Agent agent(opt, *catalog, *log, slurm);
+  auto r = agent.run(stop.get_token());
+  signal_thread.request_stop();
+  if (!r) return start_error(r.error().message);
+  return 0;
+}

@@ -1,0 +1,272 @@
+#include "agent/agent.h"
+
+#include <fstream>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "core/json_text.h"
+#include "core/process.h"
+#include "signals/classify.h"
+#include "signals/prefix.h"
+
+namespace cmax::agent {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string label(const signals::Incident& inc) {
+  if (inc.kind == signals::Kind::xid) return fmt::format("Xid {}", inc.code);
+  if (inc.kind == signals::Kind::sxid) return fmt::format("SXid {}", inc.code);
+  return std::string(signals::to_string(inc.kind));
+}
+
+// Logs go to stderr as JSON lines (results, if any, go to stdout).
+void log_line(std::string_view level, std::string_view msg) {
+  std::string out = "{\"level\":";
+  core::append_json_string(out, level);
+  out += ",\"msg\":";
+  core::append_json_string(out, msg);
+  out += "}\n";
+  std::fwrite(out.data(), 1, out.size(), stderr);
+}
+
+}  // namespace
+
+std::string incident_key(const signals::Incident& inc) {
+  return fmt::format("{}|{}|{}|{}", inc.node, signals::to_string(inc.kind), inc.code,
+                     signals::pci_without_function(inc.device));
+}
+
+Result<std::string> read_boot_id(const std::string& path) {
+  std::ifstream in(path);
+  std::string id;
+  if (!(in >> id) || id.empty()) return fail("read {}: cannot read this boot's id", path);
+  return id;
+}
+
+Agent::Agent(AgentOptions options, const signals::Catalog& catalog, EventLog& log, sched::Scheduler& scheduler)
+    : options_(std::move(options)),
+      catalog_(catalog),
+      log_(log),
+      scheduler_(scheduler),
+      correlator_(std::make_unique<signals::Correlator>(catalog)) {}
+
+Agent::~Agent() = default;
+
+double Agent::now_unix() const {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+Result<void> Agent::run(std::stop_token stop) {
+  std::optional<std::uint64_t> resume;
+  {
+    std::lock_guard lock(log_mu_);
+    auto rp = log_.resume_point();
+    if (!rp) return Unexpected<Error>{rp.error()};
+    if (*rp && (*rp)->boot_id == options_.boot_id) resume = (*rp)->seq;
+    // Intents written before a crash, never finished: carry them out now (every verb is idempotent).
+    auto pending = log_.pending_actions();
+    if (!pending) return Unexpected<Error>{pending.error()};
+    for (auto& a : *pending) queue_.push_back(Request{a.id, a.incident, a.verb, a.reason, Clock::now()});
+  }
+  auto follower = KmsgFollower::open(options_.kmsg_path, resume);
+  if (!follower) return Unexpected<Error>{follower.error()};
+  const bool skipped = !resume && options_.from_now;
+  if (skipped)
+    if (auto r = follower->skip_to_end(); !r) return Unexpected<Error>{r.error()};
+  log_line("info", fmt::format("cmaxd: node {}, reading {} {}, acting at {} on {} records{}", options_.node,
+                               options_.kmsg_path,
+                               resume    ? fmt::format("after seq {}", *resume)
+                               : skipped ? std::string("from now on")
+                                         : std::string("from the start of this boot"),
+                               signals::to_string(options_.drain_at),
+                               options_.act_on == Origins::any ? "kernel and userspace" : "kernel",
+                               options_.dry_run ? " (dry run)" : ""));
+  std::jthread worker_thread([this](std::stop_token st) { worker(st); });
+  auto last_flush = Clock::now();
+  Result<void> result = ok();
+  while (!stop.stop_requested()) {
+    auto rec = follower->next(options_.poll);
+    if (!rec) {
+      result = Unexpected<Error>{rec.error()};
+      break;
+    }
+    if (*rec) process(**rec);
+    stats_.lost = follower->lost();
+    if (Clock::now() - last_flush >= options_.flush) {
+      flush();
+      last_flush = Clock::now();
+    }
+  }
+  flush();
+  worker_thread.request_stop();
+  cv_.notify_all();
+  return result;
+}
+
+void Agent::process(const KmsgRecord& rec) {
+  const auto detected = Clock::now();
+  ++stats_.records;
+  last_seq_ = rec.seq;
+  stats_.last_seq = rec.seq;
+  auto info = signals::parse_line_prefix(rec.line, 1970);
+  auto sig = signals::classify(info.message);
+  if (!sig) return;
+  ++stats_.signals;
+  // A long-running agent starts its incidents over at the cap; the event log keeps the history
+  // and still deduplicates actions.
+  if (correlator_->incidents().size() >= signals::Correlator::kIncidentCap) {
+    correlator_ = std::make_unique<signals::Correlator>(catalog_);
+    event_of_.clear();
+    repeats_.clear();
+    acted_.clear();
+  }
+  signals::Event e{&options_.node, &info, &*sig, rec.line};
+  if (!correlator_->add(e)) return;
+  auto index = correlator_->last_incident();
+  if (!index) return;
+  const signals::Incident& inc = correlator_->incidents()[*index];
+  std::int64_t event_id = -1;
+  if (auto it = event_of_.find(*index); it != event_of_.end()) {
+    event_id = it->second;
+    ++repeats_[*index];
+  } else {
+    EventRow row{options_.boot_id, rec.seq, now_unix(), incident_key(inc), inc.node,
+                 std::string(signals::to_string(inc.kind)), inc.device, std::string(signals::to_string(inc.action)),
+                 rec.from_kernel() ? "kernel" : "userspace", rec.line, inc.code};
+    std::lock_guard lock(log_mu_);
+    if (auto id = log_.record_event(row)) {
+      event_id = *id;
+    } else {
+      log_line("error", id.error().message);
+    }
+    event_of_[*index] = event_id;
+    ++stats_.incidents;
+  }
+  if (inc.resolved) {
+    // The line closed an incident we acted on: give the node back once nothing else holds it.
+    if (acted_.count(*index) && acted_[*index]) {
+      acted_[*index] = false;
+      bool still_held = false;
+      for (const auto& [i, held] : acted_) still_held |= held;
+      if (!still_held) act_on(inc, *index, event_id, detected);
+    }
+    return;
+  }
+  if (inc.action < options_.drain_at || acted_[*index]) return;
+  if (options_.act_on == Origins::kernel && !rec.from_kernel()) {
+    ++stats_.userspace_ignored;
+    return;
+  }
+  acted_[*index] = true;
+  act_on(inc, *index, event_id, detected);
+}
+
+void Agent::act_on(const signals::Incident& inc, std::size_t, std::int64_t event_id, Clock::time_point detected) {
+  const std::string key = incident_key(inc);
+  std::string verb = inc.resolved ? "resume"
+                     : options_.reboot && inc.action >= signals::Action::reboot_node ? "reboot"
+                                                                                       : "drain";
+  std::string reason = fmt::format("{}{} {} {} ({})", sched::kReasonPrefix, label(inc), inc.device,
+                                   signals::to_string(inc.action), inc.resolved ? "resolved" : inc.reason);
+  const double now = now_unix();
+  std::lock_guard lock(log_mu_);
+  if (verb != "resume") {
+    auto last = log_.last_action(key);
+    if (last && *last && (*last)->verb == verb && (*last)->status != "failed" && (*last)->status != "refused" &&
+        now - (*last)->t_requested < static_cast<double>(options_.dedup_window.count())) {
+      ++stats_.actions_deduplicated;
+      return;
+    }
+  }
+  auto id = log_.begin_action(key, event_id, verb, options_.node, reason, now);
+  if (!id) {
+    log_line("error", id.error().message);
+    return;
+  }
+  auto refuse = [&](const std::string& why) {
+    ++stats_.actions_refused;
+    (void)log_.finish_action(*id, "refused", why, now);
+    log_line("warn", fmt::format("{} {}: refused: {}", verb, options_.node, why));
+  };
+  if (verb != "resume") {
+    auto recent = log_.count_actions(verb, now - static_cast<double>(options_.breaker_window.count()));
+    // The intent just written counts itself.
+    if (recent && *recent > options_.breaker_max_actions)
+      return refuse(fmt::format("circuit breaker: {} {} actions in the last {} s (limit {})", *recent - 1, verb,
+                                options_.breaker_window.count(), options_.breaker_max_actions));
+  }
+  {
+    std::lock_guard q(mu_);
+    if (queue_.size() >= options_.queue_max) return refuse("action queue full");
+    queue_.push_back(Request{*id, key, verb, reason, detected});
+  }
+  ++stats_.actions_requested;
+  cv_.notify_one();
+}
+
+void Agent::flush() {
+  std::lock_guard lock(log_mu_);
+  for (auto& [index, n] : repeats_) {
+    if (n == 0) continue;
+    if (auto it = event_of_.find(index); it != event_of_.end() && it->second >= 0)
+      if (auto r = log_.add_repeats(it->second, n, last_seq_.value_or(0)); !r) log_line("error", r.error().message);
+    n = 0;
+  }
+  if (last_seq_ && last_seq_ != saved_seq_) {  // idle: nothing to write
+    if (auto r = log_.save_resume_point(ResumePoint{options_.boot_id, *last_seq_}); !r) {
+      log_line("error", r.error().message);
+    } else {
+      saved_seq_ = last_seq_;
+    }
+  }
+}
+
+void Agent::worker(std::stop_token stop) {
+  for (;;) {
+    Request r;
+    {
+      std::unique_lock q(mu_);
+      cv_.wait(q, stop, [&] { return !queue_.empty(); });
+      if (stop.stop_requested()) return;
+      r = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    execute(r);
+    (void)stop;
+  }
+}
+
+void Agent::execute(const Request& r) {
+  std::chrono::milliseconds backoff{100};
+  std::string status = "failed", detail;
+  const auto called = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - r.detected);
+  for (int attempt = 1; attempt <= options_.retries; ++attempt) {
+    Result<sched::Action> res = r.verb == "drain"    ? scheduler_.drain(options_.node, r.reason)
+                                : r.verb == "reboot" ? scheduler_.reboot(options_.node, r.reason)
+                                                     : scheduler_.resume(options_.node, sched::Force::kNo);
+    if (res) {
+      status = res->dry_run ? "dry_run" : "done";
+      detail = !res->note.empty() ? res->note : core::describe_argv(res->argv);
+      break;
+    }
+    detail = res.error().message;
+    // A refused resume (someone else's drain) is final; anything else may be the controller: retry.
+    if (r.verb == "resume" || attempt == options_.retries) break;
+    log_line("warn", fmt::format("{} (attempt {} of {}; retrying in {} ms)", detail, attempt, options_.retries,
+                                 backoff.count()));
+    std::this_thread::sleep_for(backoff);
+    backoff = std::min<std::chrono::milliseconds>(backoff * 2, options_.retry_max);
+  }
+  const auto latency = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - r.detected);
+  stats_.last_action_latency_us = static_cast<std::uint64_t>(latency.count());
+  (status == "failed" ? stats_.actions_failed : stats_.actions_done)++;
+  log_line(status == "failed" ? "error" : "info",
+           fmt::format("{} {} {}: {} (record read -> scheduler called {:.3f} ms, returned {:.3f} ms)", r.verb,
+                       options_.node, status, detail, called.count() / 1000.0, latency.count() / 1000.0));
+  std::lock_guard lock(log_mu_);
+  if (auto f = log_.finish_action(r.action_id, status, detail, now_unix()); !f) log_line("error", f.error().message);
+}
+
+}  // namespace cmax::agent

@@ -1,0 +1,108 @@
+#pragma once
+// cmaxd's core: follows /dev/kmsg through the signal engine, keeps incidents, and drains (or
+// reboots) this node through a Scheduler when an incident's action reaches the configured level.
+// Detection and action run on separate threads joined by a bounded queue, so a slow or unreachable
+// controller never delays reading the log. Every incident and every intended action is written to
+// the event log before the action is taken.
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <unordered_map>
+
+#include "agent/event_log.h"
+#include "agent/kmsg_follow.h"
+#include "sched/scheduler.h"
+#include "signals/catalog.h"
+#include "signals/correlate.h"
+#include "signals/signal.h"
+
+namespace cmax::agent {
+
+/// Which kmsg records may trigger an action. Userspace can write kernel-looking lines to
+/// /dev/kmsg (root only); "kernel" ignores them for actions, "any" acts on them too (drills).
+enum class Origins { kernel, any };
+
+struct AgentOptions {
+  std::string node;                        ///< this node's name in the scheduler
+  std::string kmsg_path = "/dev/kmsg";
+  std::string boot_id;                     ///< this boot (kmsg seq restarts at each boot)
+  Origins act_on = Origins::any;
+  bool from_now = false;                   ///< with no resume point for this boot, skip the records there now
+  signals::Action drain_at = signals::Action::drain;  ///< incidents at or above drain the node
+  bool reboot = false;                     ///< reboot_node incidents: `scontrol reboot ASAP` instead of drain
+  bool dry_run = false;                    ///< decide and record, change nothing
+  std::chrono::seconds dedup_window{3600}; ///< an incident key acted on within this is not acted on again
+  int breaker_max_actions = 3;             ///< at most this many node actions by this agent ...
+  std::chrono::seconds breaker_window{3600};  ///< ... per window; past it, actions are refused and recorded
+  std::chrono::milliseconds poll{200};     ///< longest wait for a record before housekeeping
+  std::chrono::milliseconds flush{1000};   ///< how often repeats and the resume point are written
+  std::size_t queue_max = 1024;            ///< pending actions; past it new ones are refused (and recorded)
+  std::chrono::seconds retry_max{60};      ///< backoff cap when the scheduler is unreachable
+  int retries = 8;                         ///< attempts per action before it is recorded as failed
+};
+
+/// Counters for the metrics endpoint and the logs. Read from any thread.
+struct AgentStats {
+  std::atomic<std::uint64_t> records{0}, signals{0}, incidents{0}, userspace_ignored{0}, lost{0};
+  std::atomic<std::uint64_t> actions_requested{0}, actions_done{0}, actions_failed{0}, actions_refused{0};
+  std::atomic<std::uint64_t> actions_deduplicated{0}, last_seq{0};
+  std::atomic<std::uint64_t> last_action_latency_us{0};  ///< record read -> scheduler call returned
+};
+
+class Agent {
+ public:
+  /// `log` and `scheduler` must outlive the agent; `catalog` too.
+  Agent(AgentOptions options, const signals::Catalog& catalog, EventLog& log, sched::Scheduler& scheduler);
+  ~Agent();
+  Agent(const Agent&) = delete;
+  Agent& operator=(const Agent&) = delete;
+
+  /// Runs until `stop` is requested; returns an error only when /dev/kmsg cannot be read.
+  Result<void> run(std::stop_token stop);
+  const AgentStats& stats() const { return stats_; }
+
+ private:
+  struct Request {
+    std::int64_t action_id;
+    std::string incident, verb, reason;
+    std::chrono::steady_clock::time_point detected;
+  };
+  void process(const KmsgRecord& rec);
+  void act_on(const signals::Incident& inc, std::size_t index, std::int64_t event_id,
+              std::chrono::steady_clock::time_point detected);
+  void flush();
+  void worker(std::stop_token stop);
+  void execute(const Request& r);
+  double now_unix() const;
+
+  AgentOptions options_;
+  const signals::Catalog& catalog_;
+  EventLog& log_;
+  sched::Scheduler& scheduler_;
+  std::unique_ptr<signals::Correlator> correlator_;
+  std::unordered_map<std::size_t, std::int64_t> event_of_;  ///< incident index -> event row
+  std::unordered_map<std::size_t, std::uint64_t> repeats_;  ///< incident index -> lines not yet written
+  std::unordered_map<std::size_t, bool> acted_;             ///< incident index -> action requested
+  std::mutex log_mu_;                                       ///< the event log is shared by both threads
+  std::mutex mu_;
+  std::condition_variable_any cv_;
+  std::deque<Request> queue_;
+  AgentStats stats_;
+  std::optional<std::uint64_t> last_seq_, saved_seq_;
+};
+
+/// "node|kind|code|device": the key an action is deduplicated by.
+std::string incident_key(const signals::Incident& inc);
+
+/// This boot's id from /proc/sys/kernel/random/boot_id (or `path`).
+Result<std::string> read_boot_id(const std::string& path = "/proc/sys/kernel/random/boot_id");
+
+}  // namespace cmax::agent

@@ -1,0 +1,180 @@
+// cmaxd end to end on real Slurm (munged, slurmctld and four slurmd from Debian's packages on
+// 127.0.0.1, started by the test) and this machine's real /dev/kmsg: real Xid lines written to the
+// ring buffer drain the node with a cmax reason, a flood drains once, a kill -9 mid-flood and a
+// restart neither lose the incident nor drain twice, a recovered link resumes the node, a node
+// someone else drained is never resumed, and the circuit breaker stops at its limit.
+// One cmaxd runs at a time: every cmaxd on this host reads the same ring buffer.
+
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "agent/event_log.h"
+#include "support/daemon.h"
+#include "support/kmsg.h"
+#include "support/slurm_cluster.h"
+
+namespace {
+
+using namespace std::chrono_literals;
+using cmax::sched::NodeState;
+using cmax::test::SlurmCluster;
+
+// Level 4 (warning): this VM prints levels 0-3 on its serial console synchronously, 2 ms a line,
+// which would time the console rather than cmaxd. The agent does not look at the level.
+std::string xid79(const std::string& pci) {
+  return fmt::format("<4>NVRM: Xid (PCI:{}): 79, pid=1, name=drill, GPU has fallen off the bus.\n", pci);
+}
+
+class Cmaxd : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (auto why = SlurmCluster::unavailable()) return;
+    auto c = SlurmCluster::start();
+    ASSERT_TRUE(c) << c.error().message;
+    cluster_ = std::move(*c);
+  }
+  static void TearDownTestSuite() { cluster_.reset(); }
+  void SetUp() override {
+    if (auto why = SlurmCluster::unavailable()) GTEST_SKIP() << *why;
+    if (::access("/dev/kmsg", W_OK) != 0) GTEST_SKIP() << "needs root to write /dev/kmsg";
+  }
+
+  std::string db() const { return (cluster_->dir() / "cmaxd.db").string(); }
+
+  // How many times cmaxd has said it is reading the kernel log (its start-up line).
+  std::size_t starts_logged() const {
+    std::ifstream in(cluster_->dir() / "cmaxd.log");
+    std::string line;
+    std::size_t n = 0;
+    while (std::getline(in, line)) n += line.find("\"cmaxd: node ") != std::string::npos;
+    return n;
+  }
+
+  // Starts cmaxd for `node` and waits until it reads the kernel log (with --from-now, from the end
+  // of the ring buffer on a first start).
+  cmax::test::Daemon start(const std::string& node, int breaker_max = 50) {
+    std::vector<std::string> argv{CMAXD_BIN, "--node", node, "--db", db(), "--slurm-conf", cluster_->conf_path(),
+                                  "--from-now", "--breaker-max", std::to_string(breaker_max)};
+    const std::size_t before = starts_logged();
+    auto d = cmax::test::Daemon::start(argv, {}, cluster_->dir() / "cmaxd.log");
+    EXPECT_TRUE(d) << d.error().message;
+    auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (starts_logged() == before && d->running() && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(10ms);
+    EXPECT_GT(starts_logged(), before) << "cmaxd did not start: " << d->exit_status();
+    return std::move(*d);
+  }
+
+  // Writes `n` copies of `line` to /dev/kmsg through one descriptor.
+  static void flood(const std::string& line, int n) {
+    int fd = ::open("/dev/kmsg", O_WRONLY | O_CLOEXEC);
+    ASSERT_GE(fd, 0);
+    for (int i = 0; i < n; ++i) ASSERT_EQ(::write(fd, line.data(), line.size()), static_cast<ssize_t>(line.size()));
+    ::close(fd);
+  }
+
+  cmax::agent::EventLog log() const {
+    auto l = cmax::agent::EventLog::open(db());
+    EXPECT_TRUE(l) << l.error().message;
+    return std::move(*l);
+  }
+
+  cmax::Result<NodeState> wait_drain(const std::string& node, bool drained, std::chrono::milliseconds limit = 5s) {
+    return cluster_->wait_for(node, [&](const NodeState& s) { return s.drain_flag() == drained; }, limit);
+  }
+
+  static inline std::unique_ptr<SlurmCluster> cluster_;
+};
+
+TEST_F(Cmaxd, AnXidDrainsTheNodeAndAFloodDrainsOnceAcrossAKill) {
+  cmax::test::DevkmsgUnlimited unlimited;
+  const std::string pci = cmax::test::unique_pci();
+  const std::string key = "n1|xid|79|" + pci;
+  {
+    auto agent = start("n1");
+    auto t0 = std::chrono::steady_clock::now();
+    ASSERT_TRUE(cmax::test::write_kmsg(xid79(pci)));
+    auto s = wait_drain("n1", true);
+    ASSERT_TRUE(s) << s.error().message;
+    auto ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    std::printf("[ measure  ] kmsg write -> DRAIN visible in scontrol: %.1f ms\n", ms);
+    EXPECT_EQ(s->reason.rfind("cmax: Xid 79 " + pci, 0), 0u) << s->reason;
+    auto f0 = std::chrono::steady_clock::now();
+    flood(xid79(pci), 5000);
+    std::printf("[ measure  ] 5,000 lines written in %.1f ms\n",
+                std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - f0).count());
+    agent.stop();  // SIGKILL mid-flood
+  }
+  flood(xid79(pci), 5000);
+  {
+    auto agent = start("n1");  // resumes after the last persisted record: --from-now does not apply
+    std::this_thread::sleep_for(1500ms);
+    ASSERT_TRUE(agent.running()) << agent.exit_status();
+  }
+  auto l = log();
+  auto last = l.last_action(key);
+  ASSERT_TRUE(last && *last);
+  EXPECT_EQ((*last)->status, "done");
+  auto actions = l.actions_for(key);  // only ours: other tests may write other Xids meanwhile
+  ASSERT_TRUE(actions);
+  EXPECT_EQ(actions->size(), 1u) << "10,000 lines of one Xid across a kill -9 must drain once";
+  ASSERT_TRUE(cluster_->scontrol({"update", "NodeName=n1", "State=RESUME"}));
+  ASSERT_TRUE(wait_drain("n1", false));
+}
+
+TEST_F(Cmaxd, ARecoveredLinkResumesTheNode) {
+  const std::string pci = cmax::test::unique_pci();
+  auto agent = start("n2");
+  ASSERT_TRUE(cmax::test::write_kmsg(fmt::format("<3>mlx5_core {}.0 ib7: Link is Down\n", pci)));
+  auto drained = wait_drain("n2", true);
+  ASSERT_TRUE(drained) << drained.error().message;
+  EXPECT_TRUE(drained->reason.starts_with("cmax: ")) << drained->reason;
+  ASSERT_TRUE(cmax::test::write_kmsg(fmt::format("<6>mlx5_core {}.0 ib7: Link is Up\n", pci)));
+  auto resumed = wait_drain("n2", false);
+  EXPECT_TRUE(resumed) << "cmaxd did not resume n2 after the link came back";
+}
+
+TEST_F(Cmaxd, ANodeDrainedBySomeoneElseIsNeverResumed) {
+  ASSERT_TRUE(cluster_->scontrol({"update", "NodeName=n3", "State=DRAIN", "Reason=maintenance"}));
+  ASSERT_TRUE(wait_drain("n3", true));
+  const std::string pci = cmax::test::unique_pci();
+  auto agent = start("n3");
+  ASSERT_TRUE(cmax::test::write_kmsg(fmt::format("<3>mlx5_core {}.0 ib7: Link is Down\n", pci)));
+  ASSERT_TRUE(cmax::test::write_kmsg(fmt::format("<6>mlx5_core {}.0 ib7: Link is Up\n", pci)));
+  std::this_thread::sleep_for(1500ms);
+  auto s = cluster_->state("n3");
+  ASSERT_TRUE(s);
+  EXPECT_TRUE(s->drain_flag());
+  EXPECT_EQ(s->reason, "maintenance");
+  ASSERT_TRUE(cluster_->scontrol({"update", "NodeName=n3", "State=RESUME"}));
+}
+
+TEST_F(Cmaxd, TheBreakerStopsAtItsLimit) {
+  const std::string a = cmax::test::unique_pci(), b = cmax::test::unique_pci();
+  std::remove(db().c_str());
+  for (const char* ext : {"-wal", "-shm"}) std::remove((db() + ext).c_str());
+  auto agent = start("n4", 1);
+  ASSERT_TRUE(cmax::test::write_kmsg(xid79(a)));
+  ASSERT_TRUE(wait_drain("n4", true));
+  ASSERT_TRUE(cluster_->scontrol({"update", "NodeName=n4", "State=RESUME"}));
+  ASSERT_TRUE(wait_drain("n4", false));
+  ASSERT_TRUE(cmax::test::write_kmsg(xid79(b)));
+  std::this_thread::sleep_for(1500ms);
+  auto s = cluster_->state("n4");
+  ASSERT_TRUE(s);
+  EXPECT_FALSE(s->drain_flag()) << "the breaker let a second drain through: " << s->state << " " << s->reason;
+  auto last = log().last_action("n4|xid|79|" + b);
+  ASSERT_TRUE(last && *last);
+  EXPECT_EQ((*last)->status, "refused");
+}
+
+}  // namespace

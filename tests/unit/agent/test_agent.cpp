@@ -1,0 +1,239 @@
+// The agent end to end on this machine's real /dev/kmsg, with a recording Scheduler in place of
+// Slurm (the real scontrol path is tests/integration/test_cmaxd.cpp). Tests share the ring buffer,
+// so each injects faults on a PCI address of its own and asserts only about that address.
+
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "agent/agent.h"
+#include "agent/event_log.h"
+#include "support/kmsg.h"
+
+namespace cmax::agent {
+namespace {
+
+using namespace std::chrono_literals;
+using test::DevkmsgUnlimited;
+using test::unique_pci;
+
+void write_kmsg(const std::string& line) { ASSERT_TRUE(test::write_kmsg(line)); }
+
+// Records every call; the first `fail_first` calls fail as an unreachable controller would.
+class RecordingScheduler final : public sched::Scheduler {
+ public:
+  struct Call {
+    std::string verb, node, reason;
+  };
+  int fail_first = 0;
+
+  Result<sched::NodeState> node_state(std::string_view node) override {
+    sched::NodeState s;
+    s.name = std::string(node);
+    return s;
+  }
+  Result<sched::Action> drain(std::string_view node, std::string_view reason) override {
+    return record("drain", node, reason);
+  }
+  Result<sched::Action> resume(std::string_view node, sched::Force) override { return record("resume", node, ""); }
+  Result<sched::Action> reboot(std::string_view node, std::string_view reason) override {
+    return record("reboot", node, reason);
+  }
+  std::vector<Call> calls_about(const std::string& needle) {
+    std::lock_guard lock(mu_);
+    std::vector<Call> out;
+    for (const auto& c : calls_)
+      if (c.reason.find(needle) != std::string::npos || (c.verb == "resume" && needle.empty())) out.push_back(c);
+    return out;
+  }
+  std::size_t resumes() {
+    std::lock_guard lock(mu_);
+    std::size_t n = 0;
+    for (const auto& c : calls_) n += c.verb == "resume";
+    return n;
+  }
+
+ private:
+  Result<sched::Action> record(std::string verb, std::string_view node, std::string_view reason) {
+    std::lock_guard lock(mu_);
+    if (fail_first > 0) {
+      --fail_first;
+      return fail("{} {}: scontrol: Unable to contact slurm controller (connect failure)", verb, node);
+    }
+    calls_.push_back(Call{std::move(verb), std::string(node), std::string(reason)});
+    sched::Action a;
+    a.changed = true;
+    return a;
+  }
+  std::mutex mu_;
+  std::vector<Call> calls_;
+};
+
+// An event log whose resume point is the end of the ring buffer now, so the agent reads only
+// what the test writes from here on (and whatever other tests write meanwhile).
+struct Fixture {
+  std::string db = ::testing::TempDir() + fmt::format("cmax-agent-{}-{}.db", ::getpid(), std::random_device{}());
+  std::optional<EventLog> log;
+  std::string boot;
+  Fixture() {
+    std::remove(db.c_str());
+    auto l = EventLog::open(db);
+    EXPECT_TRUE(l);
+    log.emplace(std::move(*l));
+    boot = read_boot_id().value_or("unknown");
+    auto f = KmsgFollower::open("/dev/kmsg", std::nullopt);
+    EXPECT_TRUE(f);
+    for (;;) {
+      auto r = f->next(0ms);
+      if (!r || !*r) break;
+    }
+    EXPECT_TRUE(log->save_resume_point({boot, f->last_seq().value_or(0)}));
+  }
+  ~Fixture() {
+    log.reset();
+    for (const char* ext : {"", "-wal", "-shm"}) std::remove((db + ext).c_str());
+  }
+  AgentOptions options() {
+    AgentOptions o;
+    o.node = "n1";
+    o.boot_id = boot;
+    o.poll = 20ms;
+    o.flush = 50ms;
+    o.breaker_max_actions = 100;
+    return o;
+  }
+};
+
+template <class Pred>
+bool eventually(Pred pred, std::chrono::milliseconds limit = 5000ms) {
+  auto deadline = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(10ms);
+  }
+  return pred();
+}
+
+const signals::Catalog& catalog() {
+  static const signals::Catalog c = signals::Catalog::builtin().value();
+  return c;
+}
+
+TEST(Agent, AFloodOfOneXidDrainsOnce) {
+  if (::access("/dev/kmsg", W_OK) != 0) GTEST_SKIP() << "needs root to write /dev/kmsg";
+  DevkmsgUnlimited unlimited;
+  Fixture fx;
+  RecordingScheduler sched;
+  Agent agent(fx.options(), catalog(), *fx.log, sched);
+  std::jthread run([&](std::stop_token st) { EXPECT_TRUE(agent.run(st)); });
+  const std::string pci = unique_pci();
+  // Level 4: levels 0-3 also go to this VM's serial console, 2 ms a line.
+  const std::string line = fmt::format("<4>NVRM: Xid (PCI:{}): 79, pid=1, name=t, GPU has fallen off the bus.\n", pci);
+  for (int i = 0; i < 500; ++i) write_kmsg(line);
+  ASSERT_TRUE(eventually([&] { return !sched.calls_about(pci).empty(); })) << "no drain for " << pci;
+  std::this_thread::sleep_for(300ms);  // room for a second drain, which must not come
+  run.request_stop();
+  run.join();
+  auto calls = sched.calls_about(pci);
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0].verb, "drain");
+  EXPECT_EQ(calls[0].node, "n1");
+  EXPECT_EQ(calls[0].reason.rfind("cmax: Xid 79 " + pci, 0), 0u) << calls[0].reason;
+  auto last = fx.log->last_action("n1|xid|79|" + pci);
+  ASSERT_TRUE(last && *last);
+  EXPECT_EQ((*last)->status, "done");
+  EXPECT_GE(agent.stats().signals.load(), 500u);
+}
+
+TEST(Agent, ARestartNeitherForgetsNorDrainsTwice) {
+  if (::access("/dev/kmsg", W_OK) != 0) GTEST_SKIP() << "needs root to write /dev/kmsg";
+  DevkmsgUnlimited unlimited;
+  Fixture fx;
+  RecordingScheduler sched;
+  const std::string pci = unique_pci();
+  const std::string line = fmt::format("<4>NVRM: Xid (PCI:{}): 79, pid=1, name=t, GPU has fallen off the bus.\n", pci);
+  {
+    Agent agent(fx.options(), catalog(), *fx.log, sched);
+    std::jthread run([&](std::stop_token st) { EXPECT_TRUE(agent.run(st)); });
+    for (int i = 0; i < 100; ++i) write_kmsg(line);
+    ASSERT_TRUE(eventually([&] { return !sched.calls_about(pci).empty(); }));
+  }
+  for (int i = 0; i < 100; ++i) write_kmsg(line);  // while no agent runs
+  {
+    Agent agent(fx.options(), catalog(), *fx.log, sched);
+    std::jthread run([&](std::stop_token st) { EXPECT_TRUE(agent.run(st)); });
+    ASSERT_TRUE(eventually([&] { return agent.stats().signals.load() >= 100; }))
+        << "the restarted agent did not read the records written while it was down";
+    std::this_thread::sleep_for(300ms);
+  }
+  EXPECT_EQ(sched.calls_about(pci).size(), 1u);
+}
+
+TEST(Agent, RetriesWhileTheControllerIsUnreachable) {
+  if (::access("/dev/kmsg", W_OK) != 0) GTEST_SKIP() << "needs root to write /dev/kmsg";
+  Fixture fx;
+  RecordingScheduler sched;
+  sched.fail_first = 2;
+  Agent agent(fx.options(), catalog(), *fx.log, sched);
+  std::jthread run([&](std::stop_token st) { EXPECT_TRUE(agent.run(st)); });
+  const std::string pci = unique_pci();
+  write_kmsg(fmt::format("<3>NVRM: Xid (PCI:{}): 79, pid=1, name=t, GPU has fallen off the bus.\n", pci));
+  ASSERT_TRUE(eventually([&] { return !sched.calls_about(pci).empty(); }));
+  run.request_stop();
+  run.join();
+  EXPECT_EQ((*fx.log->last_action("n1|xid|79|" + pci))->status, "done");
+}
+
+TEST(Agent, TheBreakerRefusesPastItsLimitAndSaysSo) {
+  if (::access("/dev/kmsg", W_OK) != 0) GTEST_SKIP() << "needs root to write /dev/kmsg";
+  Fixture fx;
+  RecordingScheduler sched;
+  auto o = fx.options();
+  o.breaker_max_actions = 1;
+  Agent agent(o, catalog(), *fx.log, sched);
+  std::jthread run([&](std::stop_token st) { EXPECT_TRUE(agent.run(st)); });
+  const std::string a = unique_pci(), b = unique_pci();
+  write_kmsg(fmt::format("<3>NVRM: Xid (PCI:{}): 79, pid=1, name=t, GPU has fallen off the bus.\n", a));
+  ASSERT_TRUE(eventually([&] { return !sched.calls_about(a).empty(); }));
+  write_kmsg(fmt::format("<3>NVRM: Xid (PCI:{}): 79, pid=1, name=t, GPU has fallen off the bus.\n", b));
+  ASSERT_TRUE(eventually([&] {
+    auto last = fx.log->last_action("n1|xid|79|" + b);
+    return last && *last && (*last)->status == "refused";
+  }));
+  run.request_stop();
+  run.join();
+  EXPECT_TRUE(sched.calls_about(b).empty());
+  EXPECT_NE((*fx.log->last_action("n1|xid|79|" + b))->detail.find("circuit breaker"), std::string::npos);
+  EXPECT_GE(agent.stats().actions_refused.load(), 1u);
+}
+
+TEST(Agent, KernelOnlyIgnoresInjectedLinesForActions) {
+  if (::access("/dev/kmsg", W_OK) != 0) GTEST_SKIP() << "needs root to write /dev/kmsg";
+  Fixture fx;
+  RecordingScheduler sched;
+  auto o = fx.options();
+  o.act_on = Origins::kernel;
+  Agent agent(o, catalog(), *fx.log, sched);
+  std::jthread run([&](std::stop_token st) { EXPECT_TRUE(agent.run(st)); });
+  const std::string pci = unique_pci();
+  write_kmsg(fmt::format("<3>NVRM: Xid (PCI:{}): 79, pid=1, name=t, GPU has fallen off the bus.\n", pci));
+  ASSERT_TRUE(eventually([&] { return agent.stats().userspace_ignored.load() >= 1; }));
+  run.request_stop();
+  run.join();
+  EXPECT_TRUE(sched.calls_about(pci).empty());
+  auto last = fx.log->last_action("n1|xid|79|" + pci);
+  ASSERT_TRUE(last);
+  EXPECT_FALSE(*last);
+}
+
+}  // namespace
+}  // namespace cmax::agent
