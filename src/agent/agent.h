@@ -42,7 +42,7 @@ struct AgentOptions {
   std::chrono::seconds dedup_window{3600}; ///< an incident key acted on within this is not acted on again
   int breaker_max_actions = 3;             ///< at most this many node actions by this agent ...
   std::chrono::seconds breaker_window{3600};  ///< ... per window; past it, actions are refused and recorded
-  std::chrono::milliseconds poll{200};     ///< longest wait for a record before housekeeping
+  std::chrono::milliseconds poll{1000};    ///< longest wait for a record before housekeeping (a record wakes it at once)
   std::chrono::milliseconds flush{1000};   ///< how often repeats and the resume point are written
   std::size_t queue_max = 1024;            ///< pending actions; past it new ones are refused (and recorded)
   std::chrono::seconds retry_max{60};      ///< backoff cap when the scheduler is unreachable

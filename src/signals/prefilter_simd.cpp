@@ -13,6 +13,19 @@ namespace {
 constexpr std::size_t kBlock = 4096;  // text per hand-over; the arrays below live on the stack
 static_assert(Prefilter::kWidth == 4, "the kernels below read four positions");
 
+// Appends the positions whose bit is set in `k` (bit i: position `offset` + i) with their bucket
+// masks from `b`; returns the new count. Baseline ISA, so both kernels can inline it.
+inline std::size_t gather(std::uint64_t k, const std::uint8_t* b, std::size_t offset, std::uint16_t* at,
+                          std::uint8_t* buckets, std::size_t count) {
+  do {
+    const unsigned bit = static_cast<unsigned>(__builtin_ctzll(k));
+    k &= k - 1;
+    at[count] = static_cast<std::uint16_t>(offset + bit);
+    buckets[count++] = b[bit];
+  } while (k);
+  return count;
+}
+
 // Lambdas do not inherit a function's target attribute in GCC: helpers carry their own.
 __attribute__((target("avx2"))) inline __m256i nibble_table(const std::array<std::uint8_t, 16>& a) {
   return _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a.data())));
@@ -50,16 +63,11 @@ __attribute__((target("avx2"))) std::size_t scan_avx2(const Prefilter::Tables& t
       const char* q = p + i;
       const __m256i m = _mm256_and_si256(_mm256_and_si256(nibble_lookup(q, lo0, hi0), nibble_lookup(q + 1, lo1, hi1)),
                                          _mm256_and_si256(nibble_lookup(q + 2, lo2, hi2), nibble_lookup(q + 3, lo3, hi3)));
-      auto k = ~static_cast<std::uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(m, zero)));
+      const auto k = ~static_cast<std::uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(m, zero)));
       if (k) {
         alignas(32) std::uint8_t b[kStep];
         _mm256_store_si256(reinterpret_cast<__m256i*>(b), m);
-        do {
-          const unsigned bit = static_cast<unsigned>(__builtin_ctz(k));
-          k &= k - 1;
-          at[count] = static_cast<std::uint16_t>(i - base + bit);
-          buckets[count++] = b[bit];
-        } while (k);
+        count = gather(k, b, i - base, at, buckets, count);
       }
     }
     lines.candidates(base, at, buckets, count);
@@ -93,16 +101,11 @@ __attribute__((target("avx512f,avx512bw,avx512vbmi"))) std::size_t scan_avx512(c
       const __m512i m2 = _mm512_permutex2var_epi8(lo2, _mm512_loadu_si512(q + 2), hi2);
       const __m512i m3 = _mm512_permutex2var_epi8(lo3, _mm512_loadu_si512(q + 3), hi3);
       const __m512i m = _mm512_and_si512(_mm512_and_si512(m0, m1), _mm512_and_si512(m2, m3));
-      __mmask64 k = _mm512_test_epi8_mask(m, m);
+      const __mmask64 k = _mm512_test_epi8_mask(m, m);
       if (k) {
         alignas(64) std::uint8_t b[kStep];
         _mm512_store_si512(b, m);
-        do {
-          const unsigned bit = static_cast<unsigned>(__builtin_ctzll(k));
-          k &= k - 1;
-          at[count] = static_cast<std::uint16_t>(i - base + bit);
-          buckets[count++] = b[bit];
-        } while (k);
+        count = gather(k, b, i - base, at, buckets, count);
       }
     }
     lines.candidates(base, at, buckets, count);
