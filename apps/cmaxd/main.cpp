@@ -17,6 +17,8 @@
 
 #include "agent/agent.h"
 #include "agent/event_log.h"
+#include "agent/metrics.h"
+#include "sched/policy.h"
 #include "sched/slurm.h"
 #include "signals/catalog.h"
 
@@ -53,6 +55,7 @@ int main(int argc, char** argv) {
       "cmaxd"};
   agent::AgentOptions opt;
   std::string db_path = "/var/lib/cmax/cmaxd.db", slurm_conf, act_on = "any", drain_at = "drain", config;
+  std::string metrics_listen = "127.0.0.1:9479";
   int timeout_ms = 5000;
   long long breaker_window_s = 3600, dedup_window_s = 3600;
   opt.node = short_hostname();
@@ -80,8 +83,16 @@ int main(int argc, char** argv) {
   app.add_option("--dedup-window", dedup_window_s, "One action per incident within this many seconds")
       ->capture_default_str();
   app.add_option("--config", config, "Signal overrides: actions, ignore lists, thresholds (docs/signals-config.md)");
+  app.add_option("--metrics-listen", metrics_listen,
+                 "Serve Prometheus metrics at http://HOST:PORT/metrics ('' to disable; port 0 picks a free one,\n"
+                 "logged at start). Loopback by default: expose it on purpose")
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
+  if (auto r = sched::check_node_name(opt.node); !r) {
+    fmt::print(stderr, "cmaxd: --node {}: {}\n", opt.node, r.error().message);
+    return 2;
+  }
   opt.act_on = act_on == "kernel" ? agent::Origins::kernel : agent::Origins::any;
   for (int a = 0; a <= static_cast<int>(signals::Action::replace); ++a)
     if (signals::to_string(static_cast<signals::Action>(a)) == drain_at) opt.drain_at = static_cast<signals::Action>(a);
@@ -130,6 +141,25 @@ int main(int argc, char** argv) {
   });
 
   agent::Agent agent(opt, *catalog, *log, slurm);
+  std::unique_ptr<agent::MetricsServer> metrics;
+  if (!metrics_listen.empty()) {
+    auto colon = metrics_listen.rfind(':');
+    int port = -1;
+    if (colon != std::string::npos) port = std::atoi(metrics_listen.c_str() + colon + 1);
+    if (colon == std::string::npos || port < 0 || port > 65535) {
+      fmt::print(stderr, "cmaxd: --metrics-listen {}: use HOST:PORT, e.g. 127.0.0.1:9479\n", metrics_listen);
+      return 2;
+    }
+    // Metrics are a convenience: a port in use is reported and detection goes on without them.
+    auto m = agent::MetricsServer::start(metrics_listen.substr(0, colon), port, agent.stats(), opt.node);
+    if (m) {
+      metrics = std::move(*m);
+      fmt::print(stderr, "{{\"level\":\"info\",\"msg\":\"metrics on http://{}:{}/metrics\"}}\n",
+                 metrics_listen.substr(0, colon), metrics->port());
+    } else {
+      fmt::print(stderr, "{{\"level\":\"warn\",\"msg\":\"metrics off: {}\"}}\n", m.error().message);
+    }
+  }
   auto r = agent.run(stop.get_token());
   signal_thread.request_stop();
   if (!r) return start_error(r.error().message);

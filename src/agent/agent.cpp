@@ -33,6 +33,13 @@ void log_line(std::string_view level, std::string_view msg) {
 
 }  // namespace
 
+void AgentStats::observe_latency(double seconds) {
+  std::size_t b = 0;
+  while (b < kLatencyBucketCount && seconds > kLatencyBuckets[b]) ++b;
+  ++latency_buckets[b];
+  latency_sum_us += static_cast<std::uint64_t>(seconds * 1e6);
+}
+
 std::string incident_key(const signals::Incident& inc) {
   return fmt::format("{}|{}|{}|{}", inc.node, signals::to_string(inc.kind), inc.code,
                      signals::pci_without_function(inc.device));
@@ -127,6 +134,7 @@ void Agent::process(const KmsgRecord& rec) {
   auto index = correlator_->last_incident();
   if (!index) return;
   const signals::Incident& inc = correlator_->incidents()[*index];
+  ++stats_.by_kind_action[static_cast<int>(inc.kind)][static_cast<int>(inc.action)];
   std::int64_t event_id = -1;
   if (auto it = event_of_.find(*index); it != event_of_.end()) {
     event_id = it->second;
@@ -261,6 +269,7 @@ void Agent::execute(const Request& r) {
   }
   const auto latency = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - r.detected);
   stats_.last_action_latency_us = static_cast<std::uint64_t>(latency.count());
+  stats_.observe_latency(static_cast<double>(latency.count()) / 1e6);
   (status == "failed" ? stats_.actions_failed : stats_.actions_done)++;
   log_line(status == "failed" ? "error" : "info",
            fmt::format("{} {} {}: {} (record read -> scheduler called {:.3f} ms, returned {:.3f} ms)", r.verb,

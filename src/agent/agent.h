@@ -49,12 +49,23 @@ struct AgentOptions {
   int retries = 8;                         ///< attempts per action before it is recorded as failed
 };
 
-/// Counters for the metrics endpoint and the logs. Read from any thread.
+/// Upper bounds (seconds) of the action-latency histogram's buckets; +Inf is implied.
+inline constexpr double kLatencyBuckets[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
+inline constexpr std::size_t kLatencyBucketCount = std::size(kLatencyBuckets);
+
+/// Counters for the metrics endpoint and the logs. Written by the agent, read from any thread.
 struct AgentStats {
   std::atomic<std::uint64_t> records{0}, signals{0}, incidents{0}, userspace_ignored{0}, lost{0};
   std::atomic<std::uint64_t> actions_requested{0}, actions_done{0}, actions_failed{0}, actions_refused{0};
   std::atomic<std::uint64_t> actions_deduplicated{0}, last_seq{0};
   std::atomic<std::uint64_t> last_action_latency_us{0};  ///< record read -> scheduler call returned
+  /// Signal lines by kind and by the action of the incident they joined.
+  std::atomic<std::uint64_t> by_kind_action[signals::kKindCount][signals::kActionCount]{};
+  /// Record read -> scheduler call returned, per finished action: counts per bucket (not
+  /// cumulative), the +Inf bucket last, and the sum in microseconds.
+  std::atomic<std::uint64_t> latency_buckets[kLatencyBucketCount + 1]{};
+  std::atomic<std::uint64_t> latency_sum_us{0};
+  void observe_latency(double seconds);
 };
 
 class Agent {

@@ -7,7 +7,10 @@
 
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -16,6 +19,9 @@
 #include <thread>
 
 #include <fmt/format.h>
+
+#include <httplib.h>
+#include <nlohmann/json.hpp>
 
 #include "agent/event_log.h"
 #include "support/daemon.h"
@@ -61,9 +67,10 @@ class Cmaxd : public ::testing::Test {
 
   // Starts cmaxd for `node` and waits until it reads the kernel log (with --from-now, from the end
   // of the ring buffer on a first start).
-  cmax::test::Daemon start(const std::string& node, int breaker_max = 50) {
+  cmax::test::Daemon start(const std::string& node, int breaker_max = 50, std::vector<std::string> extra = {}) {
     std::vector<std::string> argv{CMAXD_BIN, "--node", node, "--db", db(), "--slurm-conf", cluster_->conf_path(),
                                   "--from-now", "--breaker-max", std::to_string(breaker_max)};
+    argv.insert(argv.end(), extra.begin(), extra.end());
     const std::size_t before = starts_logged();
     auto d = cmax::test::Daemon::start(argv, {}, cluster_->dir() / "cmaxd.log");
     EXPECT_TRUE(d) << d.error().message;
@@ -175,6 +182,82 @@ TEST_F(Cmaxd, TheBreakerStopsAtItsLimit) {
   auto last = log().last_action("n4|xid|79|" + b);
   ASSERT_TRUE(last && *last);
   EXPECT_EQ((*last)->status, "refused");
+}
+
+// A free TCP port on 127.0.0.1 (bound to port 0 and released; the caller binds it next).
+int free_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  int port = -1;
+  if (fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0)
+    port = ntohs(a.sin_port);
+  if (fd >= 0) ::close(fd);
+  return port;
+}
+
+// The number Prometheus answers for an instant query, or -1.
+double prometheus_value(int port, const std::string& query) {
+  httplib::Client client("127.0.0.1", port);
+  client.set_connection_timeout(2, 0);
+  client.set_read_timeout(2, 0);
+  auto res = client.Get("/api/v1/query", httplib::Params{{"query", query}}, httplib::Headers{});
+  if (!res || res->status != 200) return -1;
+  auto j = nlohmann::json::parse(res->body, nullptr, false);
+  if (j.is_discarded() || j["status"] != "success" || j["data"]["result"].empty()) return -1;
+  return std::stod(j["data"]["result"][0]["value"][1].get<std::string>());
+}
+
+TEST_F(Cmaxd, PrometheusScrapesItsMetrics) {
+  auto prom_bin = cmax::test::find_system_program("prometheus");
+  if (!prom_bin) GTEST_SKIP() << "prometheus is not installed (scripts/setup-deps --test installs it)";
+  auto agent = start("n1", 50, {"--metrics-listen", "127.0.0.1:0", "--dry-run"});
+  int metrics_port = -1;
+  {
+    std::ifstream in(cluster_->dir() / "cmaxd.log");
+    std::string line;
+    while (std::getline(in, line))
+      if (auto at = line.find("metrics on http://127.0.0.1:"); at != std::string::npos)
+        metrics_port = std::atoi(line.c_str() + at + 28);
+  }
+  ASSERT_GT(metrics_port, 0) << "cmaxd did not log its metrics port";
+  const int prom_port = free_port();
+  const auto prom_dir = cluster_->dir() / "prometheus";
+  std::filesystem::create_directories(prom_dir);
+  std::ofstream(prom_dir / "prometheus.yml") << fmt::format(
+      "global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: cmaxd\n    static_configs:\n"
+      "      - targets: ['127.0.0.1:{}']\n",
+      metrics_port);
+  auto prom = cmax::test::Daemon::start(
+      {*prom_bin, "--config.file=" + (prom_dir / "prometheus.yml").string(),
+       "--storage.tsdb.path=" + (prom_dir / "data").string(), fmt::format("--web.listen-address=127.0.0.1:{}", prom_port)},
+      {}, prom_dir / "prometheus.log");
+  ASSERT_TRUE(prom) << prom.error().message;
+
+  const std::string pci = cmax::test::unique_pci();
+  ASSERT_TRUE(cmax::test::write_kmsg(xid79(pci)));
+  // Prometheus starts, scrapes every second, and answers through its HTTP API.
+  double requested = -1, xids = -1;
+  auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (std::chrono::steady_clock::now() < deadline && (requested < 1 || xids < 1)) {
+    requested = prometheus_value(prom_port, "cmaxd_actions_total{status=\"requested\",node=\"n1\"}");
+    xids = prometheus_value(prom_port, "sum(cmaxd_signals_total{kind=\"xid\",action=\"reboot_node\"})");
+    std::this_thread::sleep_for(250ms);
+  }
+  if (requested < 1) {
+    std::ifstream plog(prom_dir / "prometheus.log");
+    std::string all((std::istreambuf_iterator<char>(plog)), std::istreambuf_iterator<char>());
+    ADD_FAILURE() << "Prometheus never saw cmaxd's drain (dry run); its log ends:\n"
+                  << all.substr(all.size() > 3000 ? all.size() - 3000 : 0);
+  }
+  EXPECT_GE(xids, 1);
+  EXPECT_GE(prometheus_value(prom_port, "cmaxd_action_latency_seconds_count"), 0);
+  auto s = cluster_->state("n1");
+  ASSERT_TRUE(s);
+  EXPECT_FALSE(s->drain_flag()) << "--dry-run drained the node";
 }
 
 }  // namespace
