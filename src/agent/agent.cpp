@@ -241,12 +241,11 @@ void Agent::worker(std::stop_token stop) {
       r = std::move(queue_.front());
       queue_.pop_front();
     }
-    execute(r);
-    (void)stop;
+    execute(r, stop);
   }
 }
 
-void Agent::execute(const Request& r) {
+void Agent::execute(const Request& r, std::stop_token stop) {
   std::chrono::milliseconds backoff{100};
   std::string status = "failed", detail;
   const auto called = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - r.detected);
@@ -264,7 +263,11 @@ void Agent::execute(const Request& r) {
     if (r.verb == "resume" || attempt == options_.retries) break;
     log_line("warn", fmt::format("{} (attempt {} of {}; retrying in {} ms)", detail, attempt, options_.retries,
                                  backoff.count()));
-    std::this_thread::sleep_for(backoff);
+    {
+      // A stop ends the wait at once; the action stays pending in the log for the next start.
+      std::unique_lock q(mu_);
+      if (cv_.wait_for(q, stop, backoff, [] { return false; }); stop.stop_requested()) return;
+    }
     backoff = std::min<std::chrono::milliseconds>(backoff * 2, options_.retry_max);
   }
   const auto latency = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - r.detected);

@@ -91,7 +91,7 @@ class Agent {
               std::chrono::steady_clock::time_point detected);
   void flush();
   void worker(std::stop_token stop);
-  void execute(const Request& r);
+  void execute(const Request& r, std::stop_token stop);
   double now_unix() const;
 
   AgentOptions options_;

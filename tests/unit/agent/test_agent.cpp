@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <fstream>
 #include <mutex>
@@ -35,6 +36,7 @@ class RecordingScheduler final : public sched::Scheduler {
     std::string verb, node, reason;
   };
   int fail_first = 0;
+  std::atomic<int> attempts{0};
 
   Result<sched::NodeState> node_state(std::string_view node) override {
     sched::NodeState s;
@@ -64,6 +66,7 @@ class RecordingScheduler final : public sched::Scheduler {
 
  private:
   Result<sched::Action> record(std::string verb, std::string_view node, std::string_view reason) {
+    ++attempts;
     std::lock_guard lock(mu_);
     if (fail_first > 0) {
       --fail_first;
@@ -191,6 +194,25 @@ TEST(Agent, RetriesWhileTheControllerIsUnreachable) {
   run.request_stop();
   run.join();
   EXPECT_EQ((*fx.log->last_action("n1|xid|79|" + pci))->status, "done");
+}
+
+TEST(Agent, AStopDuringRetriesEndsPromptlyAndKeepsTheActionPending) {
+  if (::access("/dev/kmsg", W_OK) != 0) GTEST_SKIP() << "needs root to write /dev/kmsg";
+  Fixture fx;
+  RecordingScheduler sched;
+  sched.fail_first = 1000;  // the controller never answers
+  Agent agent(fx.options(), catalog(), *fx.log, sched);
+  std::jthread run([&](std::stop_token st) { EXPECT_TRUE(agent.run(st)); });
+  const std::string pci = unique_pci();
+  write_kmsg(fmt::format("<4>NVRM: Xid (PCI:{}): 79, pid=1, name=t, GPU has fallen off the bus.\n", pci));
+  ASSERT_TRUE(eventually([&] { return sched.attempts.load() >= 2; }));  // backing off between attempts
+  auto t0 = std::chrono::steady_clock::now();
+  run.request_stop();
+  run.join();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 3s) << "shutdown waited out the backoff";
+  auto last = fx.log->last_action("n1|xid|79|" + pci);
+  ASSERT_TRUE(last && *last);
+  EXPECT_EQ((*last)->status, "pending");  // the next start carries it out
 }
 
 TEST(Agent, TheBreakerRefusesPastItsLimitAndSaysSo) {
