@@ -79,6 +79,18 @@ constexpr std::array<KindDefault, kKindCount> kKindDefaults{{
     {Kind::net_link_up, Action::ignore},
     {Kind::oom, Action::restart_app},
     {Kind::conntrack, Action::monitor},
+    {Kind::gpu_lost, Action::reboot_node},       // as Xid 79
+    {Kind::gpu_ecc_ue, Action::reset_gpu},       // as Xid 48: reset to remap or retire the row
+    {Kind::gpu_row_remap, Action::reset_gpu},    // pending remap needs a reset; failure: see action_for
+    {Kind::gpu_retired_pages, Action::monitor},
+    {Kind::gpu_throttle, Action::monitor},
+    {Kind::gpu_pcie_link, Action::drain},        // a degraded link slows every collective through it
+    {Kind::gpu_stalled, Action::restart_app},
+    {Kind::ib_port_down, Action::drain},
+    {Kind::ib_port_up, Action::ignore},
+    {Kind::ib_link_downed, Action::monitor},
+    {Kind::fs_hung, Action::drain},
+    {Kind::fs_ok, Action::ignore},
 }};
 
 constexpr bool kind_defaults_in_order() {
@@ -89,9 +101,11 @@ constexpr bool kind_defaults_in_order() {
 static_assert(kind_defaults_in_order(), "kKindDefaults must list every Kind in enum order");
 
 constexpr Threshold kApplicationThreshold{10, 3600, Action::reset_gpu};
-constexpr std::array<Cancellation, 2> kCancellations{{
+constexpr std::array<Cancellation, 4> kCancellations{{
     {Kind::nfs_timeout, Kind::nfs_ok},
     {Kind::net_carrier, Kind::net_link_up},
+    {Kind::ib_port_down, Kind::ib_port_up},
+    {Kind::fs_hung, Kind::fs_ok},
 }};
 constexpr double kWindowS = 300;
 
@@ -443,6 +457,9 @@ Action Catalog::action_for(const Signal& s) const {
   if (s.kind == Kind::sxid && !s.fatal) return Action::monitor;
   // A corrected machine check ("Corrected error, no action required") is watched, not drained.
   if (s.kind == Kind::mce && s.corrected) return Action::monitor;
+  // Remapping failed, or a retirement is pending with remapping unavailable: the GPU goes back.
+  if (s.kind == Kind::gpu_row_remap && s.fatal) return Action::replace;
+  if (s.kind == Kind::gpu_retired_pages && s.fatal) return Action::reset_gpu;
   return kKindDefaults[static_cast<int>(s.kind)].action;
 }
 

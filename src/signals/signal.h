@@ -41,8 +41,24 @@ enum class Kind : std::uint8_t {
   net_link_up,     ///< ... Link is Up / carrier on (closes net_carrier)
   oom,             ///< Out of memory: Killed process N (NAME) / oom-kill:
   conntrack,       ///< nf_conntrack: table full, dropping packet
+  // Kinds from here on come from cmaxd's probes (NVML, InfiniBand sysfs, filesystem checks),
+  // never from a log line; classify() does not return them.
+  gpu_lost,          ///< NVML: the GPU is lost / fell off the bus (NVML_ERROR_GPU_IS_LOST)
+  gpu_ecc_ue,        ///< NVML: the volatile uncorrected ECC count rose
+  gpu_row_remap,     ///< NVML: a row remap is pending (reset the GPU); fatal: remapping failed
+  gpu_retired_pages, ///< NVML: pages retired for ECC errors (fatal: a retirement is pending)
+  gpu_throttle,      ///< NVML: hardware slowdown, thermal or power-brake throttling
+  gpu_pcie_link,     ///< NVML: the PCIe link runs below its maximum generation or width
+  gpu_stalled,       ///< NVML: utilisation high while power stays low (a stalled collective)
+  ib_port_down,      ///< sysfs: an InfiniBand port left ACTIVE / LinkUp
+  ib_port_up,        ///< sysfs: the port is ACTIVE / LinkUp again (closes ib_port_down)
+  ib_link_downed,    ///< sysfs: the port's link_downed counter rose (the link flapped)
+  fs_hung,           ///< a configured mount did not answer stat/statfs within its timeout
+  fs_ok,             ///< the mount answers again (closes fs_hung)
 };
-inline constexpr int kKindCount = 24;
+inline constexpr int kKindCount = 36;
+/// Kinds below this come from log lines; the rest only from probes.
+inline constexpr int kLineKindCount = 24;
 std::string_view to_string(Kind k);
 std::optional<Kind> parse_kind(std::string_view s);
 

@@ -308,7 +308,7 @@ TEST(ClassifyFormats, EveryKind) {
     expect_signal(row.line, row.want);
     seen[static_cast<int>(row.want.kind)] = true;
   }
-  for (int k = 0; k < kKindCount; ++k)
+  for (int k = 0; k < kLineKindCount; ++k)
     EXPECT_TRUE(seen[k]) << "no line in the table for kind " << to_string(static_cast<Kind>(k));
 }
 
