@@ -24,6 +24,15 @@ struct Action {
   std::string note;  ///< why nothing was needed ("already drained: cmax: Xid 79"); empty otherwise
 };
 
+/// How many nodes cmax holds out of service now in the pool `node` belongs to (Slurm: the nodes
+/// sharing a partition with it; Kubernetes: the nodes the configured label selector picks, or
+/// all). What the fleet-wide circuit breaker reads before a drain.
+struct PoolCount {
+  std::string pool;  ///< "partition gpu", "nodes matching pool=a100": for messages
+  int held = 0;      ///< drained, draining or down with a reason that starts with kReasonPrefix
+  int total = 0;     ///< nodes in the pool
+};
+
 /// Whether resume() may undo a drain that cmax did not set.
 enum class Force : bool { kNo = false, kYes = true };
 
@@ -45,6 +54,8 @@ class Scheduler {
   /// Refuses a node held (drained or down) for someone else's reason. A reboot already pending is
   /// left as is (changed == false).
   virtual Result<Action> reboot(std::string_view node, std::string_view reason) = 0;
+  /// The nodes cmax holds now in `node`'s pool; `node` itself counts when it is held.
+  virtual Result<PoolCount> held_by_cmax(std::string_view node) = 0;
 };
 
 }  // namespace cmax::sched
