@@ -21,6 +21,7 @@ const Command kCommands[] = {
     {"run", "Run every stage on this machine, write a run directory and print the scorecard", setup_run},
     {"audit", "Read-only audit against ClusterMAX criteria and version floors", setup_audit},
     {"scan", "Kernel-log signal engine: classify and correlate faults in logs or /dev/kmsg", setup_scan},
+    {"check", "Quick node health verdict from the kernel log and probes; Slurm HealthCheckProgram mode", setup_check},
     {"version", "Print the cmax version", setup_version},
 };
 

@@ -18,6 +18,8 @@
 #include "agent/agent.h"
 #include "agent/event_log.h"
 #include "agent/metrics.h"
+#include "core/json_text.h"
+#include "probes/probe_set.h"
 #include "sched/policy.h"
 #include "sched/slurm.h"
 #include "signals/catalog.h"
@@ -33,6 +35,16 @@ std::string short_hostname() {
   if (::gethostname(buf, sizeof buf - 1) != 0) return "localhost";
   std::string h = buf;
   return h.substr(0, h.find('.'));
+}
+
+// One JSON-lines log record on stderr, like the agent's own.
+void log_json(std::string_view level, std::string_view msg) {
+  std::string out = "{\"level\":";
+  core::append_json_string(out, level);
+  out += ",\"msg\":";
+  core::append_json_string(out, msg);
+  out += "}\n";
+  std::fwrite(out.data(), 1, out.size(), stderr);
 }
 
 int start_error(const std::string& msg) {
@@ -56,6 +68,9 @@ int main(int argc, char** argv) {
   agent::AgentOptions opt;
   std::string db_path = "/var/lib/cmax/cmaxd.db", slurm_conf, act_on = "any", drain_at = "drain", config;
   std::string metrics_listen = "127.0.0.1:9479";
+  probes::ProbeConfig probe_config;
+  bool no_nvml = false, no_ib = false, no_fleet_breaker = false;
+  int mount_timeout_ms = 5000, probe_interval_ms = 2000;
   int timeout_ms = 5000;
   long long breaker_window_s = 3600, dedup_window_s = 3600;
   opt.node = short_hostname();
@@ -82,6 +97,28 @@ int main(int argc, char** argv) {
   app.add_option("--breaker-window", breaker_window_s, "The circuit breaker's window, seconds")->capture_default_str();
   app.add_option("--dedup-window", dedup_window_s, "One action per incident within this many seconds")
       ->capture_default_str();
+  app.add_option("--fleet-max-percent", opt.fleet_max_percent,
+                 "Fleet breaker: before each drain or reboot, read the node's partitions from Slurm and refuse\n"
+                 "when cmax already holds this percentage of their nodes (never fewer than one node)")
+      ->capture_default_str();
+  app.add_option("--fleet-max-nodes", opt.fleet_max_nodes, "Fleet breaker: and at most this many nodes (0: no count limit)")
+      ->capture_default_str();
+  app.add_flag("--no-fleet-breaker", no_fleet_breaker, "Skip the fleet breaker's read (one scontrol call per action)");
+  app.add_option("--nvml-lib", probe_config.nvml_lib,
+                 "NVML library: Xid events, ECC, row remaps, retired pages, throttling, PCIe link, stalls\n"
+                 "(a bare name may be absent, NVML is then off; a path must load)")
+      ->capture_default_str();
+  app.add_flag("--no-nvml", no_nvml, "Do not load NVML");
+  app.add_option("--ib-root", probe_config.ib_root, "Where InfiniBand devices are listed")->capture_default_str();
+  app.add_option("--ib-expect", probe_config.ib_expect,
+                 "A port that must be up from the start, DEVICE/PORT (mlx5_0/1); repeatable. Other ports count\n"
+                 "only when they go down after being up");
+  app.add_flag("--no-ib", no_ib, "Do not read InfiniBand ports");
+  app.add_option("--mount", probe_config.mounts,
+                 "A mount point that must answer stat/statfs within --mount-timeout-ms (checked in a child\n"
+                 "process, so a hung Lustre never hangs cmaxd); repeatable");
+  app.add_option("--mount-timeout-ms", mount_timeout_ms, "A mount that takes longer is hung")->capture_default_str();
+  app.add_option("--probe-interval-ms", probe_interval_ms, "How often each probe reads")->capture_default_str();
   app.add_option("--config", config, "Signal overrides: actions, ignore lists, thresholds (docs/signals-config.md)");
   app.add_option("--metrics-listen", metrics_listen,
                  "Serve Prometheus metrics at http://HOST:PORT/metrics ('' to disable; port 0 picks a free one,\n"
@@ -97,6 +134,14 @@ int main(int argc, char** argv) {
   for (int a = 0; a <= static_cast<int>(signals::Action::replace); ++a)
     if (signals::to_string(static_cast<signals::Action>(a)) == drain_at) opt.drain_at = static_cast<signals::Action>(a);
   opt.breaker_window = std::chrono::seconds(breaker_window_s);
+  opt.fleet_breaker = !no_fleet_breaker;
+  probe_config.nvml = !no_nvml;
+  probe_config.ib = !no_ib;
+  probe_config.mount_timeout = std::chrono::milliseconds(mount_timeout_ms);
+  if (probe_interval_ms < 10) {
+    fmt::print(stderr, "cmaxd: --probe-interval-ms {}: use 10 or more\n", probe_interval_ms);
+    return 2;
+  }
   opt.dedup_window = std::chrono::seconds(dedup_window_s);
 
   auto boot = agent::read_boot_id();
@@ -141,6 +186,14 @@ int main(int argc, char** argv) {
   });
 
   agent::Agent agent(opt, *catalog, *log, slurm);
+  auto probe_set = probes::make_probes(probe_config);
+  if (!probe_set) return start_error(probe_set.error().message);
+  for (const auto& note : probe_set->notes)
+    log_json("info", "probe " + note);
+  const auto interval = std::chrono::milliseconds(probe_interval_ms);
+  for (auto& p : probe_set->probes)
+    if (auto r = agent.add_probe(std::move(p), interval, std::min(interval, std::chrono::milliseconds(1000))); !r)
+      return start_error(r.error().message);
   std::unique_ptr<agent::MetricsServer> metrics;
   if (!metrics_listen.empty()) {
     auto colon = metrics_listen.rfind(':');
@@ -154,10 +207,9 @@ int main(int argc, char** argv) {
     auto m = agent::MetricsServer::start(metrics_listen.substr(0, colon), port, agent.stats(), opt.node);
     if (m) {
       metrics = std::move(*m);
-      fmt::print(stderr, "{{\"level\":\"info\",\"msg\":\"metrics on http://{}:{}/metrics\"}}\n",
-                 metrics_listen.substr(0, colon), metrics->port());
+      log_json("info", fmt::format("metrics on http://{}:{}/metrics", metrics_listen.substr(0, colon), metrics->port()));
     } else {
-      fmt::print(stderr, "{{\"level\":\"warn\",\"msg\":\"metrics off: {}\"}}\n", m.error().message);
+      log_json("warn", "metrics off: " + m.error().message);
     }
   }
   auto r = agent.run(stop.get_token());

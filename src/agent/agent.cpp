@@ -1,5 +1,8 @@
 #include "agent/agent.h"
 
+#include <time.h>
+
+#include <cmath>
 #include <fstream>
 #include <thread>
 
@@ -31,7 +34,32 @@ void log_line(std::string_view level, std::string_view msg) {
   std::fwrite(out.data(), 1, out.size(), stderr);
 }
 
+// Seconds on the clock kmsg stamps records with (monotonic since boot, not counting suspend), so
+// probe findings and log lines about one device fall in the same correlation windows.
+double monotonic_seconds() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
+}
+
 }  // namespace
+
+std::optional<std::string> fleet_refusal(const sched::PoolCount& pool, double max_percent, int max_nodes) {
+  if (pool.node_held) return std::nullopt;  // already out of service: nothing more is taken
+  int limit = pool.total;
+  std::string why;
+  if (max_percent > 0) {
+    limit = std::max(1, static_cast<int>(std::floor(pool.total * max_percent / 100.0)));
+    why = fmt::format("{}% of {} = {} node{}", max_percent, pool.total, limit, limit == 1 ? "" : "s");
+  }
+  if (max_nodes > 0 && max_nodes < limit) {
+    limit = max_nodes;
+    why = fmt::format("{} node{}", limit, limit == 1 ? "" : "s");
+  }
+  if (pool.held + 1 <= limit) return std::nullopt;
+  return fmt::format("fleet circuit breaker: cmax already holds {} of {} nodes in {} (limit {})", pool.held,
+                     pool.total, pool.pool, why);
+}
 
 void AgentStats::observe_latency(double seconds) {
   std::size_t b = 0;
@@ -60,6 +88,16 @@ Agent::Agent(AgentOptions options, const signals::Catalog& catalog, EventLog& lo
       correlator_(std::make_unique<signals::Correlator>(catalog)) {}
 
 Agent::~Agent() = default;
+
+Result<void> Agent::add_probe(std::unique_ptr<probes::Probe> probe, std::chrono::milliseconds interval,
+                              std::chrono::milliseconds budget) {
+  const std::size_t i = stats_.probe_count;
+  if (i >= AgentStats::kMaxProbes) return fail("add probe {}: at most {} probes", probe->name(), AgentStats::kMaxProbes);
+  stats_.probes[i].name = std::string(probe->name());
+  probes_.push_back(ProbeEntry{std::move(probe), interval, budget, &stats_.probes[i]});
+  stats_.probe_count = i + 1;
+  return ok();
+}
 
 double Agent::now_unix() const {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -91,6 +129,9 @@ Result<void> Agent::run(std::stop_token stop) {
                                options_.act_on == Origins::any ? "kernel and userspace" : "kernel",
                                options_.dry_run ? " (dry run)" : ""));
   std::jthread worker_thread([this](std::stop_token st) { worker(st); });
+  std::vector<std::jthread> probe_threads;
+  for (auto& entry : probes_)
+    probe_threads.emplace_back([this, &entry](std::stop_token st) { probe_loop(entry, st); });
   auto last_flush = Clock::now();
   Result<void> result = ok();
   while (!stop.stop_requested()) {
@@ -106,10 +147,58 @@ Result<void> Agent::run(std::stop_token stop) {
       last_flush = Clock::now();
     }
   }
+  for (auto& t : probe_threads) t.request_stop();
+  probe_threads.clear();  // joins: a poll ends within its budget
   flush();
   worker_thread.request_stop();
   cv_.notify_all();
   return result;
+}
+
+void Agent::probe_loop(ProbeEntry& entry, std::stop_token stop) {
+  std::string last_error;
+  while (!stop.stop_requested()) {
+    const auto start = Clock::now();
+    auto found = entry.probe->poll(entry.budget);
+    ++entry.slot->polls;
+    entry.slot->last_duration_us = static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start).count());
+    if (!found) {
+      ++entry.slot->errors;
+      // Said once per distinct error, not once per poll.
+      if (found.error().message != last_error) log_line("warn", fmt::format("probe {}: {}", entry.slot->name, found.error().message));
+      last_error = found.error().message;
+    } else {
+      if (!last_error.empty()) log_line("info", fmt::format("probe {}: reading again", entry.slot->name));
+      last_error.clear();
+      for (const auto& f : *found) {
+        ++entry.slot->findings;
+        observe(entry.slot->name, f);
+      }
+    }
+    // Its own condition variable: a notify meant for the action worker must never wake this instead.
+    std::unique_lock q(probe_mu_);
+    probe_cv_.wait_until(q, stop, start + entry.interval, [] { return false; });
+  }
+}
+
+void Agent::observe(std::string_view probe, const probes::Finding& f) {
+  const auto detected = Clock::now();
+  signals::Signal sig;
+  sig.kind = f.kind;
+  sig.code = f.code;
+  sig.fatal = f.fatal;
+  sig.subject = f.subject;
+  // NVML names a GPU "0000:06:00.0", the kernel's Xid lines "0000:06:00": the same GPU's Xid from
+  // both sources joins one incident.
+  sig.device = f.kind == signals::Kind::xid ? signals::pci_without_function(f.device) : std::string_view(f.device);
+  signals::LineInfo info;
+  info.message = f.text;
+  info.time = monotonic_seconds();
+  info.has_time = true;
+  std::lock_guard lock(detect_mu_);
+  ++stats_.signals;
+  handle(sig, info, f.text, std::nullopt, "probe:" + std::string(probe), true, detected);
 }
 
 void Agent::process(const KmsgRecord& rec) {
@@ -117,10 +206,20 @@ void Agent::process(const KmsgRecord& rec) {
   ++stats_.records;
   last_seq_ = rec.seq;
   stats_.last_seq = rec.seq;
+  const double lag_us = monotonic_seconds() * 1e6 - static_cast<double>(rec.usec);
+  stats_.kmsg_lag_us = lag_us > 0 ? static_cast<std::uint64_t>(lag_us) : 0;
   auto info = signals::parse_line_prefix(rec.line, 1970);
   auto sig = signals::classify(info.message);
   if (!sig) return;
   ++stats_.signals;
+  static const std::string kKernel = "kernel", kUserspace = "userspace";
+  std::lock_guard lock(detect_mu_);
+  handle(*sig, info, rec.line, rec.seq, rec.from_kernel() ? kKernel : kUserspace, rec.from_kernel(), detected);
+}
+
+void Agent::handle(const signals::Signal& sig, const signals::LineInfo& info, std::string_view line,
+                   std::optional<std::uint64_t> seq, const std::string& origin, bool from_kernel,
+                   Clock::time_point detected) {
   // A long-running agent starts its incidents over at the cap; the event log keeps the history
   // and still deduplicates actions.
   if (correlator_->incidents().size() >= signals::Correlator::kIncidentCap) {
@@ -129,7 +228,7 @@ void Agent::process(const KmsgRecord& rec) {
     repeats_.clear();
     acted_.clear();
   }
-  signals::Event e{&options_.node, &info, &*sig, rec.line};
+  signals::Event e{&options_.node, &info, &sig, line};
   if (!correlator_->add(e)) return;
   auto index = correlator_->last_incident();
   if (!index) return;
@@ -140,9 +239,9 @@ void Agent::process(const KmsgRecord& rec) {
     event_id = it->second;
     ++repeats_[*index];
   } else {
-    EventRow row{options_.boot_id, rec.seq, now_unix(), incident_key(inc), inc.node,
+    EventRow row{options_.boot_id, seq, now_unix(), incident_key(inc), inc.node,
                  std::string(signals::to_string(inc.kind)), inc.device, std::string(signals::to_string(inc.action)),
-                 rec.from_kernel() ? "kernel" : "userspace", rec.line, inc.code};
+                 origin, std::string(line), inc.code};
     std::lock_guard lock(log_mu_);
     if (auto id = log_.record_event(row)) {
       event_id = *id;
@@ -153,7 +252,7 @@ void Agent::process(const KmsgRecord& rec) {
     ++stats_.incidents;
   }
   if (inc.resolved) {
-    // The line closed an incident we acted on: give the node back once nothing else holds it.
+    // The signal closed an incident we acted on: give the node back once nothing else holds it.
     if (acted_.count(*index) && acted_[*index]) {
       acted_[*index] = false;
       bool still_held = false;
@@ -163,7 +262,7 @@ void Agent::process(const KmsgRecord& rec) {
     return;
   }
   if (inc.action < options_.drain_at || acted_[*index]) return;
-  if (options_.act_on == Origins::kernel && !rec.from_kernel()) {
+  if (options_.act_on == Origins::kernel && !from_kernel) {
     ++stats_.userspace_ignored;
     return;
   }
@@ -215,6 +314,7 @@ void Agent::act_on(const signals::Incident& inc, std::size_t, std::int64_t event
 }
 
 void Agent::flush() {
+  std::lock_guard detect(detect_mu_);
   std::lock_guard lock(log_mu_);
   for (auto& [index, n] : repeats_) {
     if (n == 0) continue;
@@ -245,17 +345,36 @@ void Agent::worker(std::stop_token stop) {
   }
 }
 
+Result<Agent::Attempt> Agent::attempt_action(const Request& r) {
+  Attempt out;
+  if (r.verb != "resume" && options_.fleet_breaker) {
+    // Read before each attempt: other nodes' agents drain too.
+    auto pool = scheduler_.held_by_cmax(options_.node);
+    if (!pool) return Unexpected<Error>{pool.error()};
+    if ((out.refusal = fleet_refusal(*pool, options_.fleet_max_percent, options_.fleet_max_nodes))) return out;
+  }
+  auto res = r.verb == "drain"    ? scheduler_.drain(options_.node, r.reason)
+             : r.verb == "reboot" ? scheduler_.reboot(options_.node, r.reason)
+                                  : scheduler_.resume(options_.node, sched::Force::kNo);
+  if (!res) return Unexpected<Error>{res.error()};
+  out.action = std::move(*res);
+  return out;
+}
+
 void Agent::execute(const Request& r, std::stop_token stop) {
   std::chrono::milliseconds backoff{100};
   std::string status = "failed", detail;
   const auto called = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - r.detected);
   for (int attempt = 1; attempt <= options_.retries; ++attempt) {
-    Result<sched::Action> res = r.verb == "drain"    ? scheduler_.drain(options_.node, r.reason)
-                                : r.verb == "reboot" ? scheduler_.reboot(options_.node, r.reason)
-                                                     : scheduler_.resume(options_.node, sched::Force::kNo);
+    auto res = attempt_action(r);
+    if (res && res->refusal) {
+      status = "refused";
+      detail = *res->refusal;
+      break;
+    }
     if (res) {
-      status = res->dry_run ? "dry_run" : "done";
-      detail = !res->note.empty() ? res->note : core::describe_argv(res->argv);
+      status = res->action.dry_run ? "dry_run" : "done";
+      detail = !res->action.note.empty() ? res->action.note : core::describe_argv(res->action.argv);
       break;
     }
     detail = res.error().message;
@@ -273,8 +392,8 @@ void Agent::execute(const Request& r, std::stop_token stop) {
   const auto latency = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - r.detected);
   stats_.last_action_latency_us = static_cast<std::uint64_t>(latency.count());
   stats_.observe_latency(static_cast<double>(latency.count()) / 1e6);
-  (status == "failed" ? stats_.actions_failed : stats_.actions_done)++;
-  log_line(status == "failed" ? "error" : "info",
+  (status == "failed" ? stats_.actions_failed : status == "refused" ? stats_.actions_refused : stats_.actions_done)++;
+  log_line(status == "failed" ? "error" : status == "refused" ? "warn" : "info",
            fmt::format("{} {} {}: {} (record read -> scheduler called {:.3f} ms, returned {:.3f} ms)", r.verb,
                        options_.node, status, detail, called.count() / 1000.0, latency.count() / 1000.0));
   std::lock_guard lock(log_mu_);

@@ -16,9 +16,11 @@
 #include <stop_token>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "agent/event_log.h"
 #include "agent/kmsg_follow.h"
+#include "probes/probe.h"
 #include "sched/scheduler.h"
 #include "signals/catalog.h"
 #include "signals/correlate.h"
@@ -47,7 +49,15 @@ struct AgentOptions {
   std::size_t queue_max = 1024;            ///< pending actions; past it new ones are refused (and recorded)
   std::chrono::seconds retry_max{60};      ///< backoff cap when the scheduler is unreachable
   int retries = 8;                         ///< attempts per action before it is recorded as failed
+  /// Fleet-wide breaker, read from the scheduler before each drain or reboot: cmax may hold at
+  /// most this percentage of the node's pool (Slurm: its partitions), never less than one node ...
+  double fleet_max_percent = 10;
+  int fleet_max_nodes = 0;                 ///< ... and at most this many nodes (0: no count limit)
+  bool fleet_breaker = true;               ///< false: skip the pool read (one scontrol call less)
 };
+
+/// Why the fleet breaker refuses to take one more node out of `pool`, or nullopt when it may.
+std::optional<std::string> fleet_refusal(const sched::PoolCount& pool, double max_percent, int max_nodes);
 
 /// Upper bounds (seconds) of the action-latency histogram's buckets; +Inf is implied.
 inline constexpr double kLatencyBuckets[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
@@ -58,6 +68,17 @@ struct AgentStats {
   std::atomic<std::uint64_t> records{0}, signals{0}, incidents{0}, userspace_ignored{0}, lost{0};
   std::atomic<std::uint64_t> actions_requested{0}, actions_done{0}, actions_failed{0}, actions_refused{0};
   std::atomic<std::uint64_t> actions_deduplicated{0}, last_seq{0};
+  /// Read -> written of the last kmsg record (how far behind the agent reads), microseconds.
+  std::atomic<std::uint64_t> kmsg_lag_us{0};
+  /// Per probe, in the order added: name (fixed before run()), polls, failed polls, findings,
+  /// and the last poll's duration.
+  struct ProbeSlot {
+    std::string name;
+    std::atomic<std::uint64_t> polls{0}, errors{0}, findings{0}, last_duration_us{0};
+  };
+  static constexpr std::size_t kMaxProbes = 8;
+  ProbeSlot probes[kMaxProbes];
+  std::atomic<std::size_t> probe_count{0};
   std::atomic<std::uint64_t> last_action_latency_us{0};  ///< record read -> scheduler call returned
   /// Signal lines by kind and by the action of the incident they joined.
   std::atomic<std::uint64_t> by_kind_action[signals::kKindCount][signals::kActionCount]{};
@@ -76,8 +97,15 @@ class Agent {
   Agent(const Agent&) = delete;
   Agent& operator=(const Agent&) = delete;
 
+  /// Adds a probe to poll every `interval` on its own thread while run() runs, each poll bounded
+  /// by `budget`. Call before run(); at most AgentStats::kMaxProbes.
+  Result<void> add_probe(std::unique_ptr<probes::Probe> probe, std::chrono::milliseconds interval,
+                         std::chrono::milliseconds budget);
   /// Runs until `stop` is requested; returns an error only when /dev/kmsg cannot be read.
   Result<void> run(std::stop_token stop);
+  /// Takes one probe finding as a signal, like a kernel line (thread-safe; the probe threads
+  /// call it). `probe` names the source ("nvml"); the event's origin is "probe:<probe>".
+  void observe(std::string_view probe, const probes::Finding& finding);
   const AgentStats& stats() const { return stats_; }
 
  private:
@@ -86,11 +114,26 @@ class Agent {
     std::string incident, verb, reason;
     std::chrono::steady_clock::time_point detected;
   };
+  struct ProbeEntry {
+    std::unique_ptr<probes::Probe> probe;
+    std::chrono::milliseconds interval, budget;
+    AgentStats::ProbeSlot* slot;
+  };
   void process(const KmsgRecord& rec);
+  // One classified signal from the log or a probe; call with detect_mu_ held.
+  void handle(const signals::Signal& sig, const signals::LineInfo& info, std::string_view line,
+              std::optional<std::uint64_t> seq, const std::string& origin, bool from_kernel,
+              std::chrono::steady_clock::time_point detected);
+  void probe_loop(ProbeEntry& entry, std::stop_token stop);
   void act_on(const signals::Incident& inc, std::size_t index, std::int64_t event_id,
               std::chrono::steady_clock::time_point detected);
   void flush();
   void worker(std::stop_token stop);
+  struct Attempt {
+    sched::Action action;
+    std::optional<std::string> refusal;  ///< the fleet breaker said no; nothing was asked
+  };
+  Result<Attempt> attempt_action(const Request& r);
   void execute(const Request& r, std::stop_token stop);
   double now_unix() const;
 
@@ -98,13 +141,17 @@ class Agent {
   const signals::Catalog& catalog_;
   EventLog& log_;
   sched::Scheduler& scheduler_;
+  std::vector<ProbeEntry> probes_;
+  std::mutex detect_mu_;  ///< the correlator and the maps below: kmsg and probe threads share them
   std::unique_ptr<signals::Correlator> correlator_;
   std::unordered_map<std::size_t, std::int64_t> event_of_;  ///< incident index -> event row
   std::unordered_map<std::size_t, std::uint64_t> repeats_;  ///< incident index -> lines not yet written
   std::unordered_map<std::size_t, bool> acted_;             ///< incident index -> action requested
   std::mutex log_mu_;                                       ///< the event log is shared by both threads
   std::mutex mu_;
-  std::condition_variable_any cv_;
+  std::condition_variable_any cv_;        ///< the action queue's
+  std::mutex probe_mu_;
+  std::condition_variable_any probe_cv_;  ///< probe threads sleep on it between polls
   std::deque<Request> queue_;
   AgentStats stats_;
   std::optional<std::uint64_t> last_seq_, saved_seq_;

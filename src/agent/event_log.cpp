@@ -8,7 +8,7 @@ PRAGMA journal_mode=WAL;
 PRAGMA synchronous=NORMAL;
 CREATE TABLE IF NOT EXISTS state(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS events(
-  id INTEGER PRIMARY KEY, boot_id TEXT NOT NULL, seq INTEGER NOT NULL, last_seq INTEGER NOT NULL,
+  id INTEGER PRIMARY KEY, boot_id TEXT NOT NULL, seq INTEGER, last_seq INTEGER,
   t_unix REAL NOT NULL, incident TEXT NOT NULL, node TEXT NOT NULL, kind TEXT NOT NULL, code INTEGER,
   device TEXT NOT NULL, action TEXT NOT NULL, origin TEXT NOT NULL, line TEXT NOT NULL,
   lines INTEGER NOT NULL DEFAULT 1, UNIQUE(boot_id, seq));
@@ -17,6 +17,23 @@ CREATE TABLE IF NOT EXISTS actions(
   reason TEXT NOT NULL, status TEXT NOT NULL, detail TEXT NOT NULL DEFAULT '',
   t_requested REAL NOT NULL, t_done REAL);
 CREATE INDEX IF NOT EXISTS actions_by_incident ON actions(incident, id);
+PRAGMA user_version = 2;
+)sql";
+
+// Version 1 (before probes) had events.seq NOT NULL; probe findings have no kmsg record. SQLite
+// cannot drop a NOT NULL, so the table is copied.
+constexpr std::string_view kMigrateFrom1 = R"sql(
+BEGIN IMMEDIATE;
+ALTER TABLE events RENAME TO events_v1;
+CREATE TABLE events(
+  id INTEGER PRIMARY KEY, boot_id TEXT NOT NULL, seq INTEGER, last_seq INTEGER,
+  t_unix REAL NOT NULL, incident TEXT NOT NULL, node TEXT NOT NULL, kind TEXT NOT NULL, code INTEGER,
+  device TEXT NOT NULL, action TEXT NOT NULL, origin TEXT NOT NULL, line TEXT NOT NULL,
+  lines INTEGER NOT NULL DEFAULT 1, UNIQUE(boot_id, seq));
+INSERT INTO events SELECT * FROM events_v1;
+DROP TABLE events_v1;
+PRAGMA user_version = 2;
+COMMIT;
 )sql";
 
 }  // namespace
@@ -24,6 +41,20 @@ CREATE INDEX IF NOT EXISTS actions_by_incident ON actions(incident, id);
 Result<EventLog> EventLog::open(const std::string& path) {
   auto db = store::Database::open(path);
   if (!db) return Unexpected<Error>{db.error()};
+  auto version = db->prepare("PRAGMA user_version");
+  if (!version) return Unexpected<Error>{version.error()};
+  auto row = version->step();
+  if (!row) return Unexpected<Error>{row.error()};
+  const std::int64_t v = *row ? version->column_int(0) : 0;
+  version->reset();
+  auto has_events = db->prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'events'");
+  if (!has_events) return Unexpected<Error>{has_events.error()};
+  auto exists = has_events->step();
+  if (!exists) return Unexpected<Error>{exists.error()};
+  has_events->reset();
+  if (*exists && v < 2)
+    if (auto r = db->exec(kMigrateFrom1); !r)
+      return fail("upgrade event log {} to version 2: {}", path, r.error().message);
   if (auto r = db->exec(kSchema); !r) return Unexpected<Error>{r.error()};
   return EventLog(std::move(*db));
 }
@@ -52,17 +83,29 @@ Result<void> EventLog::save_resume_point(const ResumePoint& p) {
 }
 
 Result<std::int64_t> EventLog::record_event(const EventRow& e) {
+  if (!e.seq) {
+    // A probe's finding: no record to deduplicate against.
+    auto st = db_.prepare(
+        "INSERT INTO events(boot_id, seq, last_seq, t_unix, incident, node, kind, code, device, action, origin, line) "
+        "VALUES (?1, NULL, NULL, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)");
+    if (!st) return Unexpected<Error>{st.error()};
+    st->bind(1, e.boot_id).bind(2, e.t_unix).bind(3, e.incident).bind(4, e.node).bind(5, e.kind);
+    st->bind(6, static_cast<std::int64_t>(e.code)).bind(7, e.device).bind(8, e.action).bind(9, e.origin);
+    st->bind(10, e.line);
+    if (auto r = st->run(); !r) return Unexpected<Error>{r.error()};
+    return db_.last_insert_rowid();
+  }
   auto st = db_.prepare(
       "INSERT INTO events(boot_id, seq, last_seq, t_unix, incident, node, kind, code, device, action, origin, line) "
       "VALUES (?1, ?2, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) ON CONFLICT(boot_id, seq) DO NOTHING");
   if (!st) return Unexpected<Error>{st.error()};
-  st->bind(1, e.boot_id).bind(2, static_cast<std::int64_t>(e.seq)).bind(3, e.t_unix).bind(4, e.incident);
+  st->bind(1, e.boot_id).bind(2, static_cast<std::int64_t>(*e.seq)).bind(3, e.t_unix).bind(4, e.incident);
   st->bind(5, e.node).bind(6, e.kind).bind(7, static_cast<std::int64_t>(e.code)).bind(8, e.device);
   st->bind(9, e.action).bind(10, e.origin).bind(11, e.line);
   if (auto r = st->run(); !r) return Unexpected<Error>{r.error()};
   auto id = db_.prepare("SELECT id FROM events WHERE boot_id = ?1 AND seq = ?2");
   if (!id) return Unexpected<Error>{id.error()};
-  id->bind(1, e.boot_id).bind(2, static_cast<std::int64_t>(e.seq));
+  id->bind(1, e.boot_id).bind(2, static_cast<std::int64_t>(*e.seq));
   auto row = id->step();
   if (!row) return Unexpected<Error>{row.error()};
   if (!*row) return fail("record event in {}: the row just written is missing", db_.path());
@@ -70,7 +113,8 @@ Result<std::int64_t> EventLog::record_event(const EventRow& e) {
 }
 
 Result<void> EventLog::add_repeats(std::int64_t event_id, std::uint64_t count, std::uint64_t last_seq) {
-  auto st = db_.prepare("UPDATE events SET lines = lines + ?1, last_seq = max(last_seq, ?2) WHERE id = ?3");
+  auto st = db_.prepare("UPDATE events SET lines = lines + ?1, last_seq = CASE WHEN seq IS NULL THEN NULL ELSE max(last_seq, ?2) END "
+                        "WHERE id = ?3");
   if (!st) return Unexpected<Error>{st.error()};
   return st->bind(1, static_cast<std::int64_t>(count)).bind(2, static_cast<std::int64_t>(last_seq)).bind(3, event_id).run();
 }

@@ -21,10 +21,12 @@ struct ResumePoint {
 
 struct EventRow {
   std::string boot_id;
-  std::uint64_t seq = 0;  ///< the record that opened the incident
+  std::optional<std::uint64_t> seq;  ///< the record that opened the incident; none for a probe's finding
   double t_unix = 0;
   std::string incident;   ///< node|kind|code|device: the dedup key
-  std::string node, kind, device, action, origin, line;
+  std::string node, kind, device, action;
+  std::string origin;  ///< "kernel", "userspace" (a write to /dev/kmsg), or "probe:nvml", "probe:ib", "probe:fs"
+  std::string line;    ///< the log line, or the probe finding's text
   int code = -1;
 };
 

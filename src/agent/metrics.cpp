@@ -26,6 +26,26 @@ std::string render_metrics(const AgentStats& s, const std::string& node) {
   counter("cmaxd_kmsg_lost_records_total", "Records overwritten before cmaxd read them (sequence gaps).", s.lost);
   family(out, "cmaxd_kmsg_last_seq", "gauge", "Sequence number of the last record read.");
   sample(out, "cmaxd_kmsg_last_seq", n, s.last_seq);
+  family(out, "cmaxd_kmsg_lag_seconds", "gauge",
+         "How far behind cmaxd read the last kernel record: read time minus the record's timestamp.");
+  fmt::format_to(std::back_inserter(out), "cmaxd_kmsg_lag_seconds{{{}}} {}\n", n,
+                 static_cast<double>(s.kmsg_lag_us.load()) / 1e6);
+  if (const std::size_t probes = s.probe_count.load()) {
+    family(out, "cmaxd_probe_polls_total", "counter", "Probe readings taken (NVML, InfiniBand sysfs, mounts).");
+    for (std::size_t i = 0; i < probes; ++i)
+      sample(out, "cmaxd_probe_polls_total", fmt::format("{},probe=\"{}\"", n, s.probes[i].name), s.probes[i].polls);
+    family(out, "cmaxd_probe_errors_total", "counter", "Probe readings that failed as a whole.");
+    for (std::size_t i = 0; i < probes; ++i)
+      sample(out, "cmaxd_probe_errors_total", fmt::format("{},probe=\"{}\"", n, s.probes[i].name), s.probes[i].errors);
+    family(out, "cmaxd_probe_findings_total", "counter", "Faults and recoveries the probes reported.");
+    for (std::size_t i = 0; i < probes; ++i)
+      sample(out, "cmaxd_probe_findings_total", fmt::format("{},probe=\"{}\"", n, s.probes[i].name),
+             s.probes[i].findings);
+    family(out, "cmaxd_probe_last_duration_seconds", "gauge", "How long the last reading took.");
+    for (std::size_t i = 0; i < probes; ++i)
+      fmt::format_to(std::back_inserter(out), "cmaxd_probe_last_duration_seconds{{{},probe=\"{}\"}} {}\n", n,
+                     s.probes[i].name, static_cast<double>(s.probes[i].last_duration_us.load()) / 1e6);
+  }
   family(out, "cmaxd_signals_total", "counter", "Fault lines by kind and by the action of the incident they joined.");
   for (int k = 0; k < signals::kKindCount; ++k)
     for (int a = 0; a < signals::kActionCount; ++a)

@@ -1,6 +1,9 @@
 #include "sched/policy.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace cmax::sched {
 namespace {
@@ -75,6 +78,32 @@ Result<Decision> decide_reboot(const NodeState& s) {
         "{} with {}, not set by cmax: a reboot would return it to service; leave it to its owner",
         s.state, quoted_reason(s));
   return Decision{true, {}};
+}
+
+bool held_by_cmax(const NodeState& s) { return (s.drain_flag() || s.down()) && is_cmax_reason(s.reason); }
+
+PoolCount pool_count(const std::vector<NodeState>& nodes, std::string_view node) {
+  const NodeState* self = nullptr;
+  for (const auto& n : nodes)
+    if (n.name == node) self = &n;
+  auto shares = [&](const NodeState& n) {
+    if (!self || self->partitions.empty()) return true;
+    for (const auto& p : n.partitions)
+      if (std::find(self->partitions.begin(), self->partitions.end(), p) != self->partitions.end()) return true;
+    return false;
+  };
+  PoolCount c;
+  c.pool = !self || self->partitions.empty() ? std::string("all nodes")
+                                             : fmt::format("partition {}", fmt::join(self->partitions, ","));
+  for (const auto& n : nodes) {
+    if (!shares(n)) continue;
+    ++c.total;
+    if (held_by_cmax(n)) {
+      ++c.held;
+      c.node_held |= n.name == node;
+    }
+  }
+  return c;
 }
 
 }  // namespace cmax::sched

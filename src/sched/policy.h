@@ -4,6 +4,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/result.h"
 #include "sched/node_state.h"
@@ -28,6 +29,13 @@ Result<void> check_node_name(std::string_view node);
 /// True when the node is drained or down for a reason cmax did not set (an operator's, Slurm's
 /// own).
 bool held_by_others(const NodeState& s);
+
+/// True when cmax holds the node out of service: DRAIN set or DOWN, with a reason cmax set.
+bool held_by_cmax(const NodeState& s);
+
+/// Counts, among `nodes`, those sharing a partition with `node` (every node when `node` is in no
+/// partition or not listed) and those of them cmax holds. Pure; for Scheduler::held_by_cmax.
+PoolCount pool_count(const std::vector<NodeState>& nodes, std::string_view node);
 
 /// Whether to act on a node, and when not, why.
 struct Decision {

@@ -31,6 +31,7 @@ struct PoolCount {
   std::string pool;  ///< "partition gpu", "nodes matching pool=a100": for messages
   int held = 0;      ///< drained, draining or down with a reason that starts with kReasonPrefix
   int total = 0;     ///< nodes in the pool
+  bool node_held = false;  ///< the node asked about is itself among the held
 };
 
 /// Whether resume() may undo a drain that cmax did not set.

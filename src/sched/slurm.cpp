@@ -10,7 +10,8 @@
 namespace cmax::sched {
 namespace {
 
-constexpr std::size_t kMaxOutputBytes = 64u << 10;
+// Every node, one line each (about 600 bytes): room for tens of thousands.
+constexpr std::size_t kMaxAllNodesBytes = 32u << 20;
 
 Unexpected<Error> fail_on(std::string_view action, std::string_view node, const Error& e) {
   return fail("{} {}: {}", action, node, e.message);
@@ -42,8 +43,8 @@ std::vector<std::string> reboot_argv(const SlurmOptions& options, std::string_vi
 
 SlurmScheduler::SlurmScheduler(SlurmOptions options) : options_(std::move(options)) {}
 
-Result<std::string> SlurmScheduler::scontrol(std::vector<std::string> argv) {
-  core::ProcessSpec spec{std::move(argv), options_.timeout, kMaxOutputBytes};
+Result<std::string> SlurmScheduler::scontrol(std::vector<std::string> argv, std::size_t max_bytes) {
+  core::ProcessSpec spec{std::move(argv), options_.timeout, max_bytes};
   // Without SLURM_CONF the tools fall back to /etc/slurm and DNS; the ISO time format keeps
   // Reason's
   // "[user@time]" suffix parseable whatever the caller's SLURM_TIME_FORMAT.
@@ -60,7 +61,7 @@ Result<std::string> SlurmScheduler::scontrol(std::vector<std::string> argv) {
   if (r->exit_code != 0)
     return fail("scontrol exited {}: {}", r->exit_code,
                 core::clip(core::trim(r->err.empty() ? r->out : r->err), 300));
-  if (r->truncated) return fail("scontrol printed more than {} bytes", kMaxOutputBytes);
+  if (r->truncated) return fail("scontrol printed more than {} bytes", max_bytes);
   return std::move(r->out);
 }
 
@@ -124,6 +125,15 @@ Result<Action> SlurmScheduler::reboot(std::string_view node, std::string_view re
   auto a = act(reboot_argv(options_, node, *full));
   if (!a) return fail_on("reboot", node, a.error());
   return a;
+}
+
+Result<PoolCount> SlurmScheduler::held_by_cmax(std::string_view node) {
+  if (auto r = check_node_name(node); !r) return fail_on("count held nodes around", node, r.error());
+  auto out = scontrol({options_.scontrol, "-o", "show", "node"}, kMaxAllNodesBytes);
+  if (!out) return fail_on("count held nodes around", node, out.error());
+  auto nodes = parse_scontrol_nodes(*out);
+  if (!nodes) return fail_on("count held nodes around", node, nodes.error());
+  return pool_count(*nodes, node);
 }
 
 }  // namespace cmax::sched

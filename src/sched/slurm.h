@@ -39,11 +39,13 @@ class SlurmScheduler final : public Scheduler {
   Result<Action> drain(std::string_view node, std::string_view reason) override;
   Result<Action> resume(std::string_view node, Force force) override;
   Result<Action> reboot(std::string_view node, std::string_view reason) override;
+  /// Runs `scontrol -o show node` once for every node and counts the partitions `node` is in.
+  Result<PoolCount> held_by_cmax(std::string_view node) override;
 
   const SlurmOptions& options() const { return options_; }
 
  private:
-  Result<std::string> scontrol(std::vector<std::string> argv);
+  Result<std::string> scontrol(std::vector<std::string> argv, std::size_t max_bytes = 64u << 10);
   Result<NodeState> read_state(std::string_view node);
   Result<Action> act(std::vector<std::string> argv);
 

@@ -141,15 +141,14 @@ Result<SlurmState> parse_slurm_state(std::string_view state) {
   return out;
 }
 
-Result<NodeState> parse_scontrol_node(std::string_view text) {
-  auto line = single_line(text);
-  if (!line) return Unexpected<Error>{line.error()};
+namespace {
 
-  if (!line->starts_with("NodeName="))
-    return fail("not a node line (no NodeName= first): \"{}\"", core::clip(*line, 80));
+Result<NodeState> parse_node_line(std::string_view line) {
+  if (!line.starts_with("NodeName="))
+    return fail("not a node line (no NodeName= first): \"{}\"", core::clip(line, 80));
   std::vector<Field> fields;
   ReasonParts reason;
-  std::string_view head = *line;
+  std::string_view head = line;
   if (auto pos = head.find(kReasonKey); pos != std::string_view::npos) {
     reason = split_reason(head.substr(pos + kReasonKey.size()));
     head = head.substr(0, pos);
@@ -157,7 +156,7 @@ Result<NodeState> parse_scontrol_node(std::string_view text) {
   split_fields(head, fields);
   split_fields(reason.rest, fields);
   if (fields[0].value.empty())
-    return fail("node line with an empty NodeName=: \"{}\"", core::clip(*line, 80));
+    return fail("node line with an empty NodeName=: \"{}\"", core::clip(line, 80));
 
   NodeState node;
   node.name = fields[0].value;
@@ -165,7 +164,7 @@ Result<NodeState> parse_scontrol_node(std::string_view text) {
       std::find_if(fields.begin(), fields.end(), [](const Field& f) { return f.key == "State"; });
   if (state == fields.end())
     return fail("node {}: no State= field (truncated output?): \"{}\"", node.name,
-                core::clip(*line, 80));
+                core::clip(line, 80));
   auto parsed = parse_slurm_state(state->value);
   if (!parsed) return fail("node {}: {}", node.name, parsed.error().message);
   node.state = state->value;
@@ -174,7 +173,33 @@ Result<NodeState> parse_scontrol_node(std::string_view text) {
   node.reason = std::string(reason.reason);
   node.reason_user = std::string(reason.user);
   node.reason_time = std::string(reason.time);
+  auto partitions =
+      std::find_if(fields.begin(), fields.end(), [](const Field& f) { return f.key == "Partitions"; });
+  if (partitions != fields.end())
+    for (auto p : core::split_any(partitions->value, ",")) node.partitions.emplace_back(p);
   return node;
+}
+
+}  // namespace
+
+Result<NodeState> parse_scontrol_node(std::string_view text) {
+  auto line = single_line(text);
+  if (!line) return Unexpected<Error>{line.error()};
+  return parse_node_line(*line);
+}
+
+Result<std::vector<NodeState>> parse_scontrol_nodes(std::string_view text) {
+  std::vector<NodeState> nodes;
+  int n = 0;
+  for (auto line : core::split_lines(text)) {
+    ++n;
+    line = core::trim(line);
+    if (line.empty()) continue;
+    auto node = parse_node_line(line);
+    if (!node) return fail("line {}: {}", n, node.error().message);
+    nodes.push_back(std::move(*node));
+  }
+  return nodes;
 }
 
 }  // namespace cmax::sched

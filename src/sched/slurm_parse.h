@@ -26,4 +26,8 @@ Result<SlurmState> parse_slurm_state(std::string_view state);
 /// error.
 Result<NodeState> parse_scontrol_node(std::string_view text);
 
+/// Parses `scontrol -o show node` for every node: one line per node, each as above. No nodes is an
+/// empty list; any bad line is an error naming its number.
+Result<std::vector<NodeState>> parse_scontrol_nodes(std::string_view text);
+
 }  // namespace cmax::sched

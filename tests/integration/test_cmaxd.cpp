@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <deque>
 #include <fstream>
 #include <thread>
 
@@ -55,6 +56,19 @@ class Cmaxd : public ::testing::Test {
   }
 
   std::string db() const { return (cluster_->dir() / "cmaxd.db").string(); }
+
+  // The last lines cmaxd logged, for failure messages.
+  std::string log_tail(std::size_t lines = 15) const {
+    std::ifstream in(cluster_->dir() / "cmaxd.log");
+    std::deque<std::string> tail;
+    for (std::string line; std::getline(in, line);) {
+      tail.push_back(line);
+      if (tail.size() > lines) tail.pop_front();
+    }
+    std::string out = "cmaxd.log:\n";
+    for (const auto& l : tail) out += l + "\n";
+    return out;
+  }
 
   // How many times cmaxd has said it is reading the kernel log (its start-up line).
   std::size_t starts_logged() const {
@@ -143,11 +157,11 @@ TEST_F(Cmaxd, ARecoveredLinkResumesTheNode) {
   auto agent = start("n2");
   ASSERT_TRUE(cmax::test::write_kmsg(fmt::format("<3>mlx5_core {}.0 ib7: Link is Down\n", pci)));
   auto drained = wait_drain("n2", true);
-  ASSERT_TRUE(drained) << drained.error().message;
+  ASSERT_TRUE(drained) << drained.error().message << "\n" << log_tail();
   EXPECT_TRUE(drained->reason.starts_with("cmax: ")) << drained->reason;
   ASSERT_TRUE(cmax::test::write_kmsg(fmt::format("<6>mlx5_core {}.0 ib7: Link is Up\n", pci)));
   auto resumed = wait_drain("n2", false);
-  EXPECT_TRUE(resumed) << "cmaxd did not resume n2 after the link came back";
+  EXPECT_TRUE(resumed) << "cmaxd did not resume n2 after the link came back\n" << log_tail();
 }
 
 TEST_F(Cmaxd, ANodeDrainedBySomeoneElseIsNeverResumed) {

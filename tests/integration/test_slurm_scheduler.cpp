@@ -183,3 +183,21 @@ TEST_F(SlurmSchedulerTest, UnreachableControllerIsAnErrorWithinTheTimeout) {
   std::cout << "[ measure  ] unreachable controller: node_state() gave up after " << state_ms
             << " ms\n";
 }
+
+TEST_F(SlurmSchedulerTest, PoolCountSeesCmaxHoldsInThePartition) {
+  auto s = scheduler();
+  auto before = s.held_by_cmax("n3");
+  ASSERT_TRUE(before) << before.error().message;
+  EXPECT_EQ(before->pool, "partition batch");
+  EXPECT_EQ(before->total, 4);
+  EXPECT_EQ(before->held, 0);
+  ASSERT_TRUE(s.drain("n1", "Xid 79 (pool count)"));
+  ASSERT_TRUE(cluster_->wait_for("n1", [](const NodeState& n) { return n.drain_flag(); }, 5s));
+  auto after = s.held_by_cmax("n3");
+  ASSERT_TRUE(after) << after.error().message;
+  EXPECT_EQ(after->held, 1);
+  EXPECT_FALSE(after->node_held);
+  auto self = s.held_by_cmax("n1");
+  ASSERT_TRUE(self);
+  EXPECT_TRUE(self->node_held);
+}

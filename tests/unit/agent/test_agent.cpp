@@ -37,6 +37,8 @@ class RecordingScheduler final : public sched::Scheduler {
   };
   int fail_first = 0;
   std::atomic<int> attempts{0};
+  /// What held_by_cmax answers (the fleet breaker's input); drains add to `pool.held`.
+  sched::PoolCount pool{"partition test", 0, 100, false};
 
   Result<sched::NodeState> node_state(std::string_view node) override {
     sched::NodeState s;
@@ -49,6 +51,10 @@ class RecordingScheduler final : public sched::Scheduler {
   Result<sched::Action> resume(std::string_view node, sched::Force) override { return record("resume", node, ""); }
   Result<sched::Action> reboot(std::string_view node, std::string_view reason) override {
     return record("reboot", node, reason);
+  }
+  Result<sched::PoolCount> held_by_cmax(std::string_view) override {
+    std::lock_guard lock(mu_);
+    return pool;
   }
   std::vector<Call> calls_about(const std::string& needle) {
     std::lock_guard lock(mu_);
@@ -72,6 +78,7 @@ class RecordingScheduler final : public sched::Scheduler {
       --fail_first;
       return fail("{} {}: scontrol: Unable to contact slurm controller (connect failure)", verb, node);
     }
+    if (verb != "resume") ++pool.held;
     calls_.push_back(Call{std::move(verb), std::string(node), std::string(reason)});
     sched::Action a;
     a.changed = true;
@@ -255,6 +262,126 @@ TEST(Agent, KernelOnlyIgnoresInjectedLinesForActions) {
   auto last = fx.log->last_action("n1|xid|79|" + pci);
   ASSERT_TRUE(last);
   EXPECT_FALSE(*last);
+}
+
+// A probe that hands out what the test queues, as NVML or sysfs would report it.
+class QueueProbe final : public probes::Probe {
+ public:
+  explicit QueueProbe(std::string name) : name_(std::move(name)) {}
+  std::string_view name() const override { return name_; }
+  Result<std::vector<probes::Finding>> poll(std::chrono::milliseconds) override {
+    std::lock_guard lock(mu_);
+    ++polls;
+    if (fail_next) {
+      fail_next = false;
+      return fail("read {}: the library went away", name_);
+    }
+    return std::exchange(queued_, {});
+  }
+  void push(probes::Finding f) {
+    std::lock_guard lock(mu_);
+    queued_.push_back(std::move(f));
+  }
+  std::atomic<int> polls{0};
+  std::atomic<bool> fail_next{false};
+
+ private:
+  std::string name_;
+  std::mutex mu_;
+  std::vector<probes::Finding> queued_;
+};
+
+TEST(Agent, ProbeFindingsDrainAndTheirRecoveryResumes) {
+  if (::access("/dev/kmsg", R_OK) != 0) GTEST_SKIP() << "needs /dev/kmsg";
+  Fixture fx;
+  RecordingScheduler sched;
+  Agent agent(fx.options(), catalog(), *fx.log, sched);
+  auto probe = std::make_unique<QueueProbe>("ib");
+  QueueProbe* ib = probe.get();
+  ASSERT_TRUE(agent.add_probe(std::move(probe), 20ms, 10ms));
+  std::jthread run([&](std::stop_token st) { EXPECT_TRUE(agent.run(st)); });
+  const std::string port = fmt::format("mlx5_{}/1", std::random_device{}() % 100000);
+  ib->push({signals::Kind::ib_port_down, 1, port, "state DOWN, phys_state Polling", false,
+            "ib: " + port + ": state ACTIVE -> DOWN"});
+  ASSERT_TRUE(eventually([&] { return !sched.calls_about(port).empty(); })) << "no drain for " << port;
+  ib->push({signals::Kind::ib_port_up, 1, port, "state ACTIVE, phys_state LinkUp", false,
+            "ib: " + port + ": state DOWN -> ACTIVE"});
+  ASSERT_TRUE(eventually([&] { return sched.resumes() >= 1; })) << "the port came back; no resume";
+  ib->fail_next = true;
+  ASSERT_TRUE(eventually([&] { return agent.stats().probes[0].errors.load() >= 1; }));
+  ASSERT_TRUE(eventually([&] { return ib->polls.load() >= 5; })) << "a failed poll stopped the probe";
+  run.request_stop();
+  run.join();
+  auto calls = sched.calls_about(port);
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0].verb, "drain");
+  EXPECT_EQ(calls[0].reason.rfind("cmax: ib_port_down " + port, 0), 0u) << calls[0].reason;
+  EXPECT_EQ(agent.stats().probes[0].name, "ib");
+  EXPECT_EQ(agent.stats().probes[0].findings.load(), 2u);
+  auto last = fx.log->last_action("n1|ib_port_down|1|" + port);
+  ASSERT_TRUE(last && *last);
+  EXPECT_EQ((*last)->verb, "resume");
+}
+
+TEST(Agent, AnNvmlXidAndTheKernelsLineForOneGpuAreOneIncident) {
+  if (::access("/dev/kmsg", W_OK) != 0) GTEST_SKIP() << "needs root to write /dev/kmsg";
+  Fixture fx;
+  RecordingScheduler sched;
+  Agent agent(fx.options(), catalog(), *fx.log, sched);
+  auto probe = std::make_unique<QueueProbe>("nvml");
+  QueueProbe* nvml = probe.get();
+  ASSERT_TRUE(agent.add_probe(std::move(probe), 20ms, 10ms));
+  std::jthread run([&](std::stop_token st) { EXPECT_TRUE(agent.run(st)); });
+  const std::string pci = unique_pci();
+  nvml->push({signals::Kind::xid, 79, pci + ".0", "GPU-0", false, "nvml: GPU " + pci + ".0: Xid 79"});
+  ASSERT_TRUE(eventually([&] { return !sched.calls_about(pci).empty(); }));
+  write_kmsg(fmt::format("<4>NVRM: Xid (PCI:{}): 79, pid=1, name=t, GPU has fallen off the bus.\n", pci));
+  ASSERT_TRUE(eventually([&] { return agent.stats().signals.load() >= 2; }));
+  std::this_thread::sleep_for(200ms);
+  run.request_stop();
+  run.join();
+  EXPECT_EQ(sched.calls_about(pci).size(), 1u);
+  EXPECT_EQ(agent.stats().incidents.load(), 1u) << "the kernel's line opened a second incident";
+}
+
+TEST(Agent, TheFleetBreakerRefusesWhenThePoolIsAtItsLimit) {
+  if (::access("/dev/kmsg", R_OK) != 0) GTEST_SKIP() << "needs /dev/kmsg";
+  Fixture fx;
+  RecordingScheduler sched;
+  sched.pool = {"partition gpu", 1, 10, false};  // another node's agent already drained one of ten
+  auto o = fx.options();
+  o.fleet_max_percent = 10;
+  Agent agent(o, catalog(), *fx.log, sched);
+  auto probe = std::make_unique<QueueProbe>("fs");
+  QueueProbe* fs = probe.get();
+  ASSERT_TRUE(agent.add_probe(std::move(probe), 20ms, 10ms));
+  std::jthread run([&](std::stop_token st) { EXPECT_TRUE(agent.run(st)); });
+  const std::string mount = fmt::format("/lustre/t{}", std::random_device{}());
+  fs->push({signals::Kind::fs_hung, -1, mount, "stat did not return within 5000 ms", false, "fs: " + mount + " hung"});
+  ASSERT_TRUE(eventually([&] { return agent.stats().actions_refused.load() >= 1; }));
+  run.request_stop();
+  run.join();
+  EXPECT_TRUE(sched.calls_about(mount).empty());
+  auto last = fx.log->last_action("n1|fs_hung|-1|" + mount);
+  ASSERT_TRUE(last && *last);
+  EXPECT_EQ((*last)->status, "refused");
+  EXPECT_NE((*last)->detail.find("fleet circuit breaker: cmax already holds 1 of 10 nodes in partition gpu"),
+            std::string::npos)
+      << (*last)->detail;
+}
+
+TEST(FleetBreaker, LimitsByPercentWithAFloorOfOneAndByCount) {
+  using sched::PoolCount;
+  EXPECT_FALSE(fleet_refusal(PoolCount{"p", 0, 4, false}, 10, 0));    // 10% of 4 rounds to 0: one allowed
+  EXPECT_TRUE(fleet_refusal(PoolCount{"p", 1, 4, false}, 10, 0));
+  EXPECT_FALSE(fleet_refusal(PoolCount{"p", 1, 20, false}, 10, 0));   // limit 2
+  EXPECT_TRUE(fleet_refusal(PoolCount{"p", 2, 20, false}, 10, 0));
+  EXPECT_TRUE(fleet_refusal(PoolCount{"p", 2, 100, false}, 10, 2));   // 10 by percent, 2 by count
+  EXPECT_FALSE(fleet_refusal(PoolCount{"p", 5, 10, true}, 10, 0));    // the node is already held
+  EXPECT_FALSE(fleet_refusal(PoolCount{"p", 50, 100, false}, 0, 0));  // both off
+  auto why = fleet_refusal(PoolCount{"partition gpu", 3, 24, false}, 10, 0);
+  ASSERT_TRUE(why);
+  EXPECT_EQ(*why, "fleet circuit breaker: cmax already holds 3 of 24 nodes in partition gpu (limit 10% of 24 = 2 nodes)");
 }
 
 }  // namespace

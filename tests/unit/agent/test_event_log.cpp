@@ -1,6 +1,13 @@
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <random>
+
+#include <fmt/format.h>
+
 #include "agent/event_log.h"
+#include "store/sqlite.h"
 
 namespace cmax::agent {
 namespace {
@@ -45,6 +52,54 @@ TEST(EventLog, AnEventReadTwiceIsRecordedOnce) {
   EXPECT_EQ(*a, *b);
   EXPECT_NE(*a, *c);
   EXPECT_TRUE(log->add_repeats(*a, 9999, 10006));
+}
+
+TEST(EventLog, ProbeFindingsHaveNoSeqAndEachIsItsOwnRow) {
+  auto log = EventLog::open(":memory:");
+  ASSERT_TRUE(log);
+  EventRow e = row(0, "n1|fs_hung|-1|/lustre");
+  e.seq.reset();
+  e.origin = "probe:fs";
+  auto a = log->record_event(e);
+  auto b = log->record_event(e);
+  ASSERT_TRUE(a && b) << (a ? b.error().message : a.error().message);
+  EXPECT_NE(*a, *b);
+  EXPECT_TRUE(log->add_repeats(*a, 3, 12345));
+}
+
+// A database written by the first cmaxd (events.seq NOT NULL, user_version 0) opens, keeps its
+// rows, and takes probe findings.
+TEST(EventLog, UpgradesAVersion1Database) {
+  const std::string path = ::testing::TempDir() + fmt::format("cmax-evlog-v1-{}-{}.db", ::getpid(), std::random_device{}());
+  {
+    auto db = store::Database::open(path);
+    ASSERT_TRUE(db);
+    ASSERT_TRUE(db->exec(R"sql(
+CREATE TABLE state(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE events(
+  id INTEGER PRIMARY KEY, boot_id TEXT NOT NULL, seq INTEGER NOT NULL, last_seq INTEGER NOT NULL,
+  t_unix REAL NOT NULL, incident TEXT NOT NULL, node TEXT NOT NULL, kind TEXT NOT NULL, code INTEGER,
+  device TEXT NOT NULL, action TEXT NOT NULL, origin TEXT NOT NULL, line TEXT NOT NULL,
+  lines INTEGER NOT NULL DEFAULT 1, UNIQUE(boot_id, seq));
+INSERT INTO events(boot_id, seq, last_seq, t_unix, incident, node, kind, code, device, action, origin, line)
+  VALUES ('boot-a', 7, 7, 1000, 'n1|xid|79|0000:3b:00', 'n1', 'xid', 79, '0000:3b:00', 'reboot_node', 'kernel', 'x');
+)sql"));
+  }
+  {
+    auto log = EventLog::open(path);
+    ASSERT_TRUE(log) << log.error().message;
+    auto again = log->record_event(row(7));  // the old row is still there: same id, no new row
+    ASSERT_TRUE(again);
+    EXPECT_EQ(*again, 1);
+    EventRow e = row(0, "n1|fs_hung|-1|/lustre");
+    e.seq.reset();
+    auto probe = log->record_event(e);
+    ASSERT_TRUE(probe) << probe.error().message;
+    EXPECT_EQ(*probe, 2);
+  }
+  auto reopened = EventLog::open(path);  // already version 2: nothing to do
+  ASSERT_TRUE(reopened) << reopened.error().message;
+  for (const char* ext : {"", "-wal", "-shm"}) std::remove((path + ext).c_str());
 }
 
 TEST(EventLog, ActionsArePendingUntilFinishedAndCountedForTheBreaker) {

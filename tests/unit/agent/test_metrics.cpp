@@ -22,6 +22,13 @@ TEST(Metrics, ExpositionIsWellFormed) {
   s.observe_latency(0.0004);
   s.observe_latency(0.042);
   s.observe_latency(60);  // past the last bucket: +Inf only
+  s.kmsg_lag_us = 1500;
+  s.probes[0].name = "nvml";
+  s.probes[0].polls = 12;
+  s.probes[0].errors = 1;
+  s.probes[1].name = "fs";
+  s.probes[1].findings = 2;
+  s.probe_count = 2;
   std::string text = render_metrics(s, "gpu-07");
 
   std::set<std::string> typed;
@@ -50,6 +57,11 @@ TEST(Metrics, ExpositionIsWellFormed) {
   }
   EXPECT_NE(text.find("cmaxd_kmsg_records_total{node=\"gpu-07\"} 1200\n"), std::string::npos);
   EXPECT_NE(text.find("cmaxd_signals_total{node=\"gpu-07\",kind=\"xid\",action=\"reboot_node\"} 1\n"), std::string::npos);
+  EXPECT_NE(text.find("cmaxd_kmsg_lag_seconds{node=\"gpu-07\"} 0.0015\n"), std::string::npos);
+  EXPECT_NE(text.find("cmaxd_probe_polls_total{node=\"gpu-07\",probe=\"nvml\"} 12\n"), std::string::npos);
+  EXPECT_NE(text.find("cmaxd_probe_errors_total{node=\"gpu-07\",probe=\"nvml\"} 1\n"), std::string::npos);
+  EXPECT_NE(text.find("cmaxd_probe_findings_total{node=\"gpu-07\",probe=\"fs\"} 2\n"), std::string::npos);
+  EXPECT_EQ(text.find("probe=\"\""), std::string::npos) << "an unused probe slot was rendered";
   EXPECT_EQ(count, 3);
   EXPECT_EQ(buckets["node=\"gpu-07\",le=\"+Inf\""], 3);
   EXPECT_EQ(buckets["node=\"gpu-07\",le=\"0.001\""], 1);

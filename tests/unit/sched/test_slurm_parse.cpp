@@ -8,6 +8,7 @@
 #include <iterator>
 #include <string>
 
+#include "sched/policy.h"
 #include "sched/slurm_parse.h"
 
 using cmax::sched::NodeState;
@@ -187,3 +188,56 @@ TEST(SlurmParse, EveryTruncationOfARealLineIsAValueOrAnError) {
   for (int i = 0; i < 4096; ++i) bytes.push_back(static_cast<char>((i * 7919) & 0xff));
   EXPECT_FALSE(parse_scontrol_node(bytes));
 }
+
+namespace {
+
+// `scontrol -o show node` for every node is the golden lines one after another.
+TEST(SlurmParse, AllNodesParseWithTheirPartitions) {
+  std::string all;
+  for (const char* name : {"idle.txt", "idle_drain_cmax.txt", "mixed_drain_foreign.txt", "down_drain.txt"})
+    all += golden(name);
+  auto nodes = cmax::sched::parse_scontrol_nodes(all);
+  ASSERT_TRUE(nodes) << nodes.error().message;
+  ASSERT_EQ(nodes->size(), 4u);
+  for (const auto& n : *nodes) EXPECT_FALSE(n.partitions.empty()) << n.name;
+  auto empty = cmax::sched::parse_scontrol_nodes("\n");
+  ASSERT_TRUE(empty);
+  EXPECT_TRUE(empty->empty());
+  auto bad = cmax::sched::parse_scontrol_nodes(golden("idle.txt") + "NodeName=x State=BOGUS\n");
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("line 2"), std::string::npos) << bad.error().message;
+}
+
+TEST(SlurmParse, PoolCountsCmaxHoldsInTheNodesPartitions) {
+  auto node = [](std::string name, std::string state, std::string reason, std::vector<std::string> parts) {
+    NodeState s;
+    s.name = std::move(name);
+    auto st = parse_slurm_state(state);
+    s.state = state;
+    s.base = st->base;
+    s.flags = st->flags;
+    s.reason = std::move(reason);
+    s.partitions = std::move(parts);
+    return s;
+  };
+  std::vector<NodeState> nodes{
+      node("a1", "IDLE+DRAIN", "cmax: Xid 79", {"gpu"}),
+      node("a2", "IDLE+DRAIN", "maintenance", {"gpu"}),       // someone else's
+      node("a3", "MIXED", "", {"gpu", "debug"}),
+      node("a4", "DOWN+DRAIN", "cmax: ib_port_down", {"gpu"}),
+      node("b1", "IDLE+DRAIN", "cmax: Xid 79", {"cpu"}),       // another partition
+  };
+  auto c = cmax::sched::pool_count(nodes, "a3");
+  EXPECT_EQ(c.pool, "partition gpu,debug");
+  EXPECT_EQ(c.total, 4);
+  EXPECT_EQ(c.held, 2);
+  EXPECT_FALSE(c.node_held);
+  auto self = cmax::sched::pool_count(nodes, "a1");
+  EXPECT_TRUE(self.node_held);
+  auto unknown = cmax::sched::pool_count(nodes, "zz");  // not listed: every node
+  EXPECT_EQ(unknown.pool, "all nodes");
+  EXPECT_EQ(unknown.total, 5);
+  EXPECT_EQ(unknown.held, 3);
+}
+
+}  // namespace

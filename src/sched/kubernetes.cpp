@@ -1,0 +1,435 @@
+// KubernetesScheduler's HTTP side: cpp-httplib (Debian's libcpp-httplib-dev, built with OpenSSL)
+// and nlohmann::json are kept to this file and kubernetes_parse.cpp.
+
+#include "sched/kubernetes.h"
+
+#include <fmt/format.h>
+#include <httplib.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <thread>
+#include <utility>
+
+#include "core/strings.h"
+#include "sched/policy.h"
+
+#ifndef CMAX_VERSION
+#define CMAX_VERSION "0.0.0"
+#endif
+
+namespace cmax::sched {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::steady_clock;
+
+constexpr std::size_t kMaxBodyBytes = 64u << 20;  // one NodeList page of 500 fat nodes fits
+constexpr std::size_t kMaxTokenBytes = 64u << 10;
+constexpr int kListPageSize = 500;
+constexpr int kMaxListPages = 200;  // 100,000 nodes
+constexpr milliseconds kConflictBackoff{20};
+
+const core::SystemClock kSystemClock;
+
+Unexpected<Error> fail_on(std::string_view action, std::string_view node, const Error& e) {
+  return fail("{} {}: {}", action, node, e.message);
+}
+
+Action unchanged(std::string note) {
+  Action a;
+  a.note = std::move(note);
+  return a;
+}
+
+std::string node_path(std::string_view node) { return fmt::format("/api/v1/nodes/{}", node); }
+
+bool is_success(int status) { return status >= 200 && status < 300; }
+
+/// 409 from storage, 422 from a failed "test" op: the node changed since it was read.
+bool is_conflict(int status) { return status == 409 || status == 422; }
+
+Result<std::string> read_token(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return fail(
+        "read service-account token {}: {}: is the token mounted (automountServiceAccountToken)?",
+        path, std::strerror(errno));
+  std::string token;
+  token.resize(kMaxTokenBytes + 1);
+  in.read(token.data(), static_cast<std::streamsize>(token.size()));
+  token.resize(static_cast<std::size_t>(in.gcount()));
+  if (token.size() > kMaxTokenBytes)
+    return fail("service-account token {} is larger than {} bytes: not a token", path,
+                kMaxTokenBytes);
+  std::string trimmed(core::trim(token));
+  if (trimmed.empty()) return fail("service-account token {} is empty", path);
+  for (unsigned char c : trimmed)
+    if (c < 0x21 || c == 0x7f)
+      return fail("service-account token {} holds whitespace or control characters: not a token",
+                  path);
+  return trimmed;
+}
+
+std::string transport_error(httplib::Error err, milliseconds elapsed, const kube::ApiEndpoint& ep,
+                            const KubernetesOptions& options) {
+  auto where = fmt::format("{}:{}", ep.host, ep.port);
+  switch (err) {
+    case httplib::Error::Connection:
+      return fmt::format("cannot connect to {}: is the API server address right and reachable?",
+                         where);
+    case httplib::Error::ConnectionTimeout:
+      return fmt::format("no connection to {} within {} ms: is the API server reachable?", where,
+                         options.timeout.count());
+    case httplib::Error::Read:
+      // httplib reports a read timeout and a connection closed early alike; the clock tells them
+      // apart.
+      if (elapsed >= options.timeout)
+        return fmt::format("no answer from {} within {} ms: is the API server overloaded?", where,
+                           options.timeout.count());
+      return fmt::format("{} closed the connection before a full answer", where);
+    case httplib::Error::Write:
+      return fmt::format("sending the request to {} failed", where);
+    case httplib::Error::Canceled:
+      return fmt::format("answer from {} larger than {} bytes", where, kMaxBodyBytes);
+    case httplib::Error::SSLConnection:
+      return fmt::format("TLS handshake with {} failed: does it serve https on that port?", where);
+    case httplib::Error::SSLLoadingCerts:
+      return fmt::format("cannot load CA bundle {}: mount the service account's ca.crt",
+                         options.ca_path);
+    case httplib::Error::SSLServerVerification:
+      return fmt::format(
+          "the certificate of {} does not verify against {}: wrong CA, or a host not named in "
+          "the certificate",
+          where, options.ca_path);
+    default:
+      return fmt::format("request to {} failed (httplib error {})", where, static_cast<int>(err));
+  }
+}
+
+std::string_view reason_phrase(int status, std::string_view given) {
+  if (!given.empty()) return given;
+  switch (status) {
+    case 401:
+      return "Unauthorized";
+    case 403:
+      return "Forbidden";
+    case 404:
+      return "Not Found";
+    case 409:
+      return "Conflict";
+    case 422:
+      return "Unprocessable Entity";
+    case 429:
+      return "Too Many Requests";
+    default:
+      return "";
+  }
+}
+
+/// What an operator does about an HTTP error, by status and request.
+std::string what_to_do(int status, std::string_view method, std::string_view path,
+                       const KubernetesOptions& options) {
+  bool list = path.find('?') != std::string_view::npos;
+  bool status_sub = path.ends_with("/status");
+  switch (status) {
+    case 401:
+      return fmt::format("the API server refused the token in {}: is it the pod's current token?",
+                         options.token_path);
+    case 403:
+      return fmt::format("give the service account {} on {} (deploy/kubernetes/cmaxd.yaml)",
+                         method == "GET" ? (list ? "list" : "get") : "patch",
+                         status_sub ? "nodes/status" : "nodes");
+    case 404:
+      return list ? std::string("is api_url the API server?")
+                  : std::string(
+                        "no such node in this cluster: use the name `kubectl get nodes` prints");
+    case 409:
+    case 422:
+      // Only the node's JSON Patch is retried on these; a status patch is not guarded.
+      if (status_sub) return std::string();
+      return fmt::format("the node changed while cmax patched it, {} tries: try again",
+                         KubernetesScheduler::kMaxTries);
+    case 429:
+      return "the API server is throttling cmax: try again later";
+    default:
+      return status >= 500 ? std::string("the API server is failing: try again later")
+                           : std::string();
+  }
+}
+
+Error http_error(std::string_view method, const std::string& path, int status,
+                 std::string_view reason, const std::string& body,
+                 const KubernetesOptions& options) {
+  auto message = kube::status_message(body);
+  std::string text = message ? *message : core::clip(core::trim(body), 300);
+  std::string out =
+      fmt::format("{} {}: {} {}", method, path, status, reason_phrase(status, reason));
+  if (!text.empty()) out += ": " + text;
+  auto todo = what_to_do(status, method, path, options);
+  if (!todo.empty()) out += ": " + todo;
+  return Error{std::move(out)};
+}
+
+void describe(Action& a, std::string_view method, const std::string& path,
+              const std::string& body) {
+  a.argv.emplace_back(method);
+  a.argv.push_back(path);
+  a.argv.push_back(body);
+}
+
+}  // namespace
+
+Result<KubernetesOptions> KubernetesOptions::in_cluster() {
+  const char* host = std::getenv("KUBERNETES_SERVICE_HOST");
+  const char* port = std::getenv("KUBERNETES_SERVICE_PORT");
+  return in_cluster(host ? host : "", port ? port : "");
+}
+
+Result<KubernetesOptions> KubernetesOptions::in_cluster(std::string_view service_host,
+                                                        std::string_view service_port) {
+  auto url = kube::in_cluster_url(service_host, service_port);
+  if (!url) return Unexpected<Error>{url.error()};
+  KubernetesOptions o;
+  o.api_url = std::move(*url);
+  return o;
+}
+
+KubernetesScheduler::KubernetesScheduler(KubernetesOptions options)
+    : KubernetesScheduler(std::move(options), kSystemClock) {}
+
+KubernetesScheduler::KubernetesScheduler(KubernetesOptions options, const core::Clock& clock)
+    : options_(std::move(options)),
+      endpoint_(kube::parse_api_url(options_.api_url)),
+      clock_(&clock) {}
+
+Result<KubernetesScheduler::Reply> KubernetesScheduler::request(std::string_view method,
+                                                                const std::string& path,
+                                                                std::string_view content_type,
+                                                                const std::string& body) {
+  // A bad URL fails here, before any socket is opened.
+  if (!endpoint_) return Unexpected<Error>{endpoint_.error()};
+  const kube::ApiEndpoint& ep = *endpoint_;
+  auto where = fmt::format("{} {}", method, path);
+
+  std::string token;
+  if (!options_.token_path.empty()) {
+    auto t = read_token(options_.token_path);
+    if (!t) return fail("{}: {}", where, t.error().message);
+    token = std::move(*t);
+  }
+
+  std::unique_ptr<httplib::ClientImpl> client;
+  if (ep.tls) {
+    if (!std::ifstream(options_.ca_path))
+      return fail("{}: read CA bundle {}: {}: mount the service account's ca.crt or set ca_path",
+                  where, options_.ca_path, std::strerror(errno));
+    auto tls = std::make_unique<httplib::SSLClient>(ep.host, ep.port);
+    tls->set_ca_cert_path(options_.ca_path);
+    tls->enable_server_certificate_verification(true);
+    client = std::move(tls);
+  } else {
+    client = std::make_unique<httplib::ClientImpl>(ep.host, ep.port);
+  }
+  client->set_connection_timeout(options_.timeout);
+  client->set_read_timeout(options_.timeout);
+  client->set_write_timeout(options_.timeout);
+  client->set_keep_alive(false);
+  client->set_follow_location(false);
+  client->set_url_encode(false);  // paths and queries are encoded here, exactly once
+
+  httplib::Request req;
+  req.method = std::string(method);
+  req.path = ep.base_path + path;
+  req.headers = {{"Accept", "application/json"}, {"User-Agent", "cmax/" CMAX_VERSION}};
+  if (!token.empty()) req.headers.emplace("Authorization", "Bearer " + token);
+  if (!body.empty()) {
+    req.headers.emplace("Content-Type", std::string(content_type));
+    req.body = body;
+  }
+  Reply reply;
+  req.content_receiver = [&reply](const char* data, size_t n, uint64_t, uint64_t) {
+    if (reply.body.size() + n > kMaxBodyBytes) return false;
+    reply.body.append(data, n);
+    return true;
+  };
+
+  httplib::Response res;
+  httplib::Error err = httplib::Error::Success;
+  auto start = steady_clock::now();
+  bool sent = client->send(req, res, err);
+  auto elapsed = std::chrono::duration_cast<milliseconds>(steady_clock::now() - start);
+  if (!sent || err != httplib::Error::Success)
+    return fail("{}: {}", where, transport_error(err, elapsed, ep, options_));
+  reply.status = res.status;
+  reply.reason = res.reason;
+  return reply;
+}
+
+Result<kube::Node> KubernetesScheduler::read_node(std::string_view node) {
+  if (auto r = kube::check_node_name(node); !r) return Unexpected<Error>{r.error()};
+  auto path = node_path(node);
+  auto r = request("GET", path, {}, {});
+  if (!r) return Unexpected<Error>{r.error()};
+  if (!is_success(r->status))
+    return Unexpected<Error>{http_error("GET", path, r->status, r->reason, r->body, options_)};
+  auto n = kube::parse_node(r->body);
+  if (!n) return fail("GET {}: {}", path, n.error().message);
+  if (n->state.name != node)
+    return fail("GET {}: the API server answered for node {}", path, n->state.name);
+  return n;
+}
+
+Result<NodeState> KubernetesScheduler::node_state(std::string_view node) {
+  auto n = read_node(node);
+  if (!n) return fail_on("state of", node, n.error());
+  return std::move(n->state);
+}
+
+Result<Action> KubernetesScheduler::hold(std::string_view action, std::string_view node,
+                                         std::string_view reason, kube::Hold kind) {
+  auto full = cmax_reason(reason);
+  if (!full) return fail_on(action, node, full.error());
+  auto path = node_path(node);
+  auto status_path = path + "/status";
+  for (int attempt = 1;; ++attempt) {
+    auto n = read_node(node);
+    if (!n) return fail_on(action, node, n.error());
+    if (kind == kube::Hold::kFault) {
+      auto d = decide_drain(n->state);
+      if (!d.act) return unchanged(std::move(d.note));
+    } else {
+      auto d = decide_reboot(n->state);
+      if (!d) return fail_on(action, node, d.error());
+      if (!d->act) return unchanged(std::move(d->note));
+    }
+
+    auto now = core::format_utc(clock_->now());
+    auto spec =
+        kube::hold_patch(*n, *full, kind, options_.reboot_evicts ? "NoExecute" : "NoSchedule", now);
+    auto status = kube::condition_patch(
+        "False", kind == kube::Hold::kFault ? kube::kFaultReason : kube::kRebootReason, *full,
+        n->condition_status, now);
+    Action a;
+    a.changed = true;
+    a.dry_run = options_.dry_run;
+    describe(a, "PATCH", path, spec);
+    describe(a, "PATCH", status_path, status);
+    if (a.dry_run) return a;
+
+    auto r = request("PATCH", path, kube::kJsonPatch, spec);
+    if (!r) return fail_on(action, node, r.error());
+    if (is_conflict(r->status) && attempt < kMaxTries) {
+      std::this_thread::sleep_for(kConflictBackoff * (1 << (attempt - 1)));
+      continue;
+    }
+    if (!is_success(r->status))
+      return fail_on(action, node,
+                     http_error("PATCH", path, r->status, r->reason, r->body, options_));
+
+    auto s = request("PATCH", status_path, kube::kStrategicMergePatch, status);
+    if (!s) return fail_on(action, node, Error{"node patched, but " + s.error().message});
+    if (!is_success(s->status))
+      return fail_on(
+          action, node,
+          Error{"node patched, but " +
+                http_error("PATCH", status_path, s->status, s->reason, s->body, options_).message});
+    return a;
+  }
+}
+
+Result<Action> KubernetesScheduler::drain(std::string_view node, std::string_view reason) {
+  return hold("drain", node, reason, kube::Hold::kFault);
+}
+
+Result<Action> KubernetesScheduler::reboot(std::string_view node, std::string_view reason) {
+  return hold("reboot", node, reason, kube::Hold::kReboot);
+}
+
+Result<Action> KubernetesScheduler::resume(std::string_view node, Force force) {
+  auto path = node_path(node);
+  auto status_path = path + "/status";
+  for (int attempt = 1;; ++attempt) {
+    auto n = read_node(node);
+    if (!n) return fail_on("resume", node, n.error());
+    auto d = decide_resume(n->state, force);
+    if (!d) return fail_on("resume", node, d.error());
+    if (!d->act) return unchanged(std::move(d->note));
+
+    // cmax lifts its own cordon; someone else's only when forced to resume their hold.
+    bool uncordon = n->cordoned_by_cmax || (force == Force::kYes && held_by_others(n->state));
+    auto spec = kube::release_patch(*n, uncordon);
+    bool set_condition = !n->condition_status.empty() && n->condition_status != "True";
+    std::string status;
+    Action a;
+    a.changed = true;
+    a.dry_run = options_.dry_run;
+    describe(a, "PATCH", path, spec);
+    if (set_condition) {
+      status = kube::condition_patch("True", kube::kResumedReason, "cmax resumed the node",
+                                     n->condition_status, core::format_utc(clock_->now()));
+      describe(a, "PATCH", status_path, status);
+    }
+    if (a.dry_run) return a;
+
+    auto r = request("PATCH", path, kube::kJsonPatch, spec);
+    if (!r) return fail_on("resume", node, r.error());
+    if (is_conflict(r->status) && attempt < kMaxTries) {
+      std::this_thread::sleep_for(kConflictBackoff * (1 << (attempt - 1)));
+      continue;
+    }
+    if (!is_success(r->status))
+      return fail_on("resume", node,
+                     http_error("PATCH", path, r->status, r->reason, r->body, options_));
+    if (!set_condition) return a;
+
+    auto s = request("PATCH", status_path, kube::kStrategicMergePatch, status);
+    if (!s) return fail_on("resume", node, Error{"node patched, but " + s.error().message});
+    if (!is_success(s->status))
+      return fail_on(
+          "resume", node,
+          Error{"node patched, but " +
+                http_error("PATCH", status_path, s->status, s->reason, s->body, options_).message});
+    return a;
+  }
+}
+
+Result<PoolCount> KubernetesScheduler::held_by_cmax(std::string_view node) {
+  constexpr std::string_view kAction = "count held nodes around";
+  if (auto r = kube::check_node_name(node); !r) return fail_on(kAction, node, r.error());
+  PoolCount c;
+  c.pool = options_.pool_selector.empty()
+               ? std::string("all nodes")
+               : fmt::format("nodes matching {}", options_.pool_selector);
+  std::string next;
+  for (int page = 1;; ++page) {
+    if (page > kMaxListPages)
+      return fail("{} {}: more than {} pages of {} nodes: narrow pool_selector", kAction, node,
+                  kMaxListPages, kListPageSize);
+    std::string path = "/api/v1/nodes?";
+    if (!options_.pool_selector.empty())
+      path += "labelSelector=" + kube::encode_query_value(options_.pool_selector) + "&";
+    path += fmt::format("limit={}", kListPageSize);
+    if (!next.empty()) path += "&continue=" + kube::encode_query_value(next);
+    auto r = request("GET", path, {}, {});
+    if (!r) return fail_on(kAction, node, r.error());
+    if (!is_success(r->status))
+      return fail_on(kAction, node,
+                     http_error("GET", path, r->status, r->reason, r->body, options_));
+    auto list = kube::parse_node_list(r->body);
+    if (!list) return fail("{} {}: GET {}: {}", kAction, node, path, list.error().message);
+    for (const auto& n : list->nodes) {
+      ++c.total;
+      if (!sched::held_by_cmax(n)) continue;
+      ++c.held;
+      if (n.name == node) c.node_held = true;
+    }
+    if (list->continue_token.empty()) return c;
+    next = std::move(list->continue_token);
+  }
+}
+
+}  // namespace cmax::sched

@@ -1,0 +1,118 @@
+#pragma once
+// Scheduler on Kubernetes: the node agent talks to the API server with its pod's service account.
+//
+// What cmax does to a Node (all of it visible in `kubectl describe node`):
+//   drain    cordon (spec.unschedulable=true) unless already cordoned; taint
+//            cmax.io/unhealthy=<short reason>:NoSchedule; annotations cmax.io/reason="cmax:
+//            <reason>" and, only when cmax set the cordon, cmax.io/cordoned="true"; node condition
+//            CmaxHealthy=False, reason CmaxFault, message the reason. Running pods are not evicted:
+//            like Slurm's drain, work in progress finishes. Evict them with `kubectl drain` if
+//            needed.
+//   reboot   Kubernetes has no reboot API. cmax cordons and annotates as for drain, taints
+//            cmax.io/reboot-required=<short reason>:NoExecute (evicting pods that do not tolerate
+//            it; NoSchedule with reboot_evicts=false) and sets CmaxHealthy=False reason
+//            CmaxRebootRequired. A reboot controller must act on that: the site's own, watching the
+//            taint or condition, or kured given a --reboot-sentinel-command that tests for it.
+//            After the reboot, `resume` returns the node to service; nothing here does it by
+//            itself.
+//   resume   only a node cmax holds (cmax.io/reason starts with "cmax: "), unless forced: removes
+//            both cmax taints and both annotations, sets CmaxHealthy=True reason CmaxResumed, and
+//            uncordons only when cmax.io/cordoned says cmax cordoned it (forced: also a node
+//            someone else cordoned). Other taints and annotations are never touched.
+//
+// Taints are a list, which a strategic merge patch would replace whole, so spec and metadata
+// change through one JSON Patch whose first op tests metadata.resourceVersion: a change made by
+// someone else since cmax read the node fails the patch (409/422) instead of being lost, and cmax
+// reads the node again and retries, a bounded number of times. Conditions merge by type, so status
+// takes a strategic merge patch of /status.
+//
+// The service account needs get, list and patch on nodes and patch on nodes/status (a
+// ClusterRole; deploy/kubernetes/cmaxd.yaml). The token file is read on every request, since
+// bound service-account tokens rotate.
+
+#include <chrono>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/clock.h"
+#include "core/result.h"
+#include "sched/kubernetes_parse.h"
+#include "sched/scheduler.h"
+
+namespace cmax::sched {
+
+/// How KubernetesScheduler reaches the API server.
+struct KubernetesOptions {
+  /// "https://10.96.0.1:443" (a path prefix is kept: "https://proxy/k8s/clusters/c-1"). Plain
+  /// "http://" is refused except to a loopback host (127.0.0.0/8, localhost, [::1]), for tests.
+  std::string api_url;
+  /// Bearer token, read before every request; empty path: no Authorization header.
+  std::string token_path = "/var/run/secrets/kubernetes.io/serviceaccount/token";
+  /// CA bundle the API server's certificate must verify against (https only).
+  std::string ca_path = "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt";
+  /// Connect, read and write timeout of each request; a call makes a few requests.
+  std::chrono::milliseconds timeout{5000};
+  /// Mutating calls still GET the node, then report the PATCHes in Action::argv without sending.
+  bool dry_run = false;
+  /// Label selector of the pool held_by_cmax counts ("pool=a100", "gpu in (h100,h200)"); empty:
+  /// every node in the cluster.
+  std::string pool_selector;
+  /// Effect of the reboot taint: NoExecute (pods leave now) when true, else NoSchedule (running
+  /// pods finish first, like Slurm's `reboot ASAP`).
+  bool reboot_evicts = true;
+
+  /// Options for a pod: api_url from KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT.
+  static Result<KubernetesOptions> in_cluster();
+  /// As in_cluster(), from the two values given (an IPv6 host gets brackets).
+  static Result<KubernetesOptions> in_cluster(std::string_view service_host,
+                                              std::string_view service_port);
+};
+
+/// Scheduler over the Kubernetes API. Each call makes one GET, then for a change one JSON Patch of
+/// the node and one strategic merge patch of its status (more GETs and JSON Patches when the node
+/// changes under it, at most kMaxTries each), each request bounded by options.timeout. Action::argv
+/// lists each request sent (dry run: that would be sent) as method, path, body:
+/// {"PATCH", "/api/v1/nodes/n1", "[...]", "PATCH", "/api/v1/nodes/n1/status", "{...}"}; the
+/// first is application/json-patch+json, the second application/strategic-merge-patch+json.
+/// Errors name the action, node, request, HTTP status and the API's message, then what to do.
+/// Not thread-safe; cheap to construct; opens one connection per request.
+class KubernetesScheduler final : public Scheduler {
+ public:
+  /// How many times a patch is tried when the node changed since it was read (409/422).
+  static constexpr int kMaxTries = 4;
+
+  /// Uses the system clock for condition and taint times.
+  explicit KubernetesScheduler(KubernetesOptions options);
+  /// `clock` stamps condition and taint times; it must outlive the scheduler.
+  KubernetesScheduler(KubernetesOptions options, const core::Clock& clock);
+
+  Result<NodeState> node_state(std::string_view node) override;
+  Result<Action> drain(std::string_view node, std::string_view reason) override;
+  Result<Action> resume(std::string_view node, Force force) override;
+  Result<Action> reboot(std::string_view node, std::string_view reason) override;
+  /// Lists the nodes options.pool_selector picks (all without one), 500 a page, and counts those
+  /// cmax holds (cordoned or carrying a cmax taint, with a "cmax: " reason).
+  Result<PoolCount> held_by_cmax(std::string_view node) override;
+
+  const KubernetesOptions& options() const { return options_; }
+
+ private:
+  struct Reply {
+    int status = 0;
+    std::string reason;  ///< HTTP reason phrase
+    std::string body;
+  };
+
+  Result<Reply> request(std::string_view method, const std::string& path,
+                        std::string_view content_type, const std::string& body);
+  Result<kube::Node> read_node(std::string_view node);
+  Result<Action> hold(std::string_view action, std::string_view node, std::string_view reason,
+                      kube::Hold kind);
+
+  KubernetesOptions options_;
+  Result<kube::ApiEndpoint> endpoint_;
+  const core::Clock* clock_;
+};
+
+}  // namespace cmax::sched

@@ -1,0 +1,121 @@
+#pragma once
+// The JSON side of KubernetesScheduler, pure: a Node object -> NodeState and the fields cmax
+// patches, a NodeList page -> NodeStates, and the request bodies cmax sends. No I/O; nlohmann::json
+// stays in the .cpp.
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/result.h"
+#include "sched/node_state.h"
+
+namespace cmax::sched::kube {
+
+/// Taint key of a node cmax holds out of service (drain); effect NoSchedule.
+inline constexpr std::string_view kUnhealthyTaint = "cmax.io/unhealthy";
+/// Taint key of a node cmax wants rebooted; effect NoExecute (or NoSchedule, see
+/// KubernetesOptions).
+inline constexpr std::string_view kRebootTaint = "cmax.io/reboot-required";
+/// Annotation holding cmax's full reason ("cmax: Xid 79 ..."): the mark that cmax holds the node.
+inline constexpr std::string_view kReasonAnnotation = "cmax.io/reason";
+/// Annotation "true" when cmax set spec.unschedulable, so resume uncordons only its own cordon.
+inline constexpr std::string_view kCordonedAnnotation = "cmax.io/cordoned";
+/// Node condition cmax sets in status, next to the kubelet's and node-problem-detector's.
+inline constexpr std::string_view kConditionType = "CmaxHealthy";
+/// Condition reasons: a fault cmax holds the node for, a reboot it asks for, a resume.
+inline constexpr std::string_view kFaultReason = "CmaxFault";
+inline constexpr std::string_view kRebootReason = "CmaxRebootRequired";
+inline constexpr std::string_view kResumedReason = "CmaxResumed";
+
+/// Content types of the two PATCHes: JSON Patch (RFC 6902) on the node, strategic merge on status.
+inline constexpr std::string_view kJsonPatch = "application/json-patch+json";
+inline constexpr std::string_view kStrategicMergePatch = "application/strategic-merge-patch+json";
+
+/// Where the API server is: from KubernetesOptions::api_url.
+struct ApiEndpoint {
+  bool tls = true;
+  std::string host;  ///< without IPv6 brackets
+  int port = 443;
+  std::string base_path;  ///< "" or a proxy prefix like "/k8s/clusters/c-1", no trailing '/'
+};
+
+/// Parses "https://host[:port][/prefix]"; "http://" only to a loopback host (127.0.0.0/8,
+/// localhost, [::1]), for tests: a token must never cross a network in clear text.
+Result<ApiEndpoint> parse_api_url(std::string_view url);
+
+/// The API URL inside a pod from KUBERNETES_SERVICE_HOST and _PORT: "https://[fd00::1]:443".
+Result<std::string> in_cluster_url(std::string_view host, std::string_view port);
+
+/// Ok when `node` is a Kubernetes node name (DNS-1123 subdomain: lower-case letters, digits, '-'
+/// and '.', alphanumeric at both ends, at most 253): safe to put in a URL path as is.
+Result<void> check_node_name(std::string_view node);
+
+/// `s` percent-encoded for a query value: everything but A-Z a-z 0-9 - . _ ~ becomes %XX.
+std::string encode_query_value(std::string_view s);
+
+/// `reason` (its "cmax: " prefix dropped) as a taint value: runs of characters other than
+/// A-Z a-z 0-9 - _ . become one '-', alphanumeric at both ends, at most 63 characters; may be "".
+std::string taint_value(std::string_view reason);
+
+/// One entry of spec.taints.
+struct Taint {
+  std::string key;
+  std::string value;
+  std::string effect;
+};
+
+/// A node as cmax reads it: the NodeState the policy decides on, and what a patch must know.
+struct Node {
+  /// base READY / NOTREADY / UNKNOWN from the Ready condition; flags DRAIN (cordoned, or a cmax
+  /// taint on it), NOT_RESPONDING (Ready is Unknown), REBOOT_REQUESTED (cmax's reboot taint);
+  /// reason cmax's annotation when cmax holds it, "cordoned" when someone else did.
+  NodeState state;
+  std::string resource_version;
+  bool unschedulable = false;
+  bool has_annotations = false;  ///< metadata.annotations exists (JSON Patch adds into it)
+  std::optional<std::string> reason_annotation;  ///< cmax.io/reason, when set
+  bool cordoned_by_cmax = false;                 ///< cmax.io/cordoned is "true"
+  bool has_taints = false;                       ///< spec.taints exists
+  std::vector<Taint> taints;                     ///< spec.taints in order
+  std::string condition_status;  ///< CmaxHealthy's status ("True", "False"); "" when absent
+};
+
+/// A Node object (GET /api/v1/nodes/{name}) -> Node; an error for anything that is not one.
+Result<Node> parse_node(std::string_view json);
+
+/// One page of a NodeList (GET /api/v1/nodes?limit=...).
+struct NodePage {
+  std::vector<NodeState> nodes;
+  std::string continue_token;  ///< metadata.continue; "" on the last page
+};
+
+/// A NodeList object -> its nodes' states and the token for the next page.
+Result<NodePage> parse_node_list(std::string_view json);
+
+/// The message of a Kubernetes Status object (an error answer); nullopt when `json` is not one.
+std::optional<std::string> status_message(std::string_view json);
+
+/// What a hold marks the node for.
+enum class Hold { kFault, kReboot };
+
+/// The JSON Patch that holds `node` for `reason` (full, with prefix): a "test" of
+/// metadata.resourceVersion first; cordon (and cmax.io/cordoned "true") unless already cordoned;
+/// cmax's taint of this kind replaced (key `kUnhealthyTaint` NoSchedule, or `kRebootTaint` with
+/// `reboot_effect`, its timeAdded `now_utc`); cmax.io/reason set. Other taints are not touched.
+std::string hold_patch(const Node& node, std::string_view reason, Hold hold,
+                       std::string_view reboot_effect, std::string_view now_utc);
+
+/// The JSON Patch that undoes cmax's hold: the resourceVersion test; both cmax taints and both
+/// annotations removed; spec.unschedulable removed when `uncordon`. Other taints are not touched.
+std::string release_patch(const Node& node, bool uncordon);
+
+/// The strategic merge patch of /status that sets condition CmaxHealthy (merged by type): status
+/// "True"/"False", `reason`, `message`, lastHeartbeatTime `now_utc`, and lastTransitionTime
+/// `now_utc` when the status changes from `previous_status`.
+std::string condition_patch(std::string_view status, std::string_view reason,
+                            std::string_view message, std::string_view previous_status,
+                            std::string_view now_utc);
+
+}  // namespace cmax::sched::kube
