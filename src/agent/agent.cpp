@@ -2,6 +2,7 @@
 
 #include <time.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <thread>
@@ -157,6 +158,7 @@ Result<void> Agent::run(std::stop_token stop) {
 
 void Agent::probe_loop(ProbeEntry& entry, std::stop_token stop) {
   std::string last_error;
+  std::vector<std::string> last_problems;
   while (!stop.stop_requested()) {
     const auto start = Clock::now();
     auto found = entry.probe->poll(entry.budget);
@@ -176,6 +178,12 @@ void Agent::probe_loop(ProbeEntry& entry, std::stop_token stop) {
         observe(entry.slot->name, f);
       }
     }
+    // Configuration trouble (a mount path that does not exist) is logged once when it appears.
+    auto problems = entry.probe->problems();
+    for (const auto& p : problems)
+      if (std::find(last_problems.begin(), last_problems.end(), p) == last_problems.end())
+        log_line("warn", fmt::format("probe {}: {}", entry.slot->name, p));
+    last_problems = std::move(problems);
     // Its own condition variable: a notify meant for the action worker must never wake this instead.
     std::unique_lock q(probe_mu_);
     probe_cv_.wait_until(q, stop, start + entry.interval, [] { return false; });

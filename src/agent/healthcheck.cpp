@@ -66,6 +66,7 @@ Result<HealthReport> check_health(const HealthOptions& options, const signals::C
       report.notes.push_back(fmt::format("probe {}: {}", probe->name(), found.error().message));
       continue;
     }
+    for (const auto& p : probe->problems()) report.notes.push_back(fmt::format("probe {}: {}", probe->name(), p));
     const std::string source = fmt::format("probe:{}", probe->name());
     for (const auto& f : *found) {
       signals::Signal sig;

@@ -76,10 +76,14 @@ Finding mount_finding(Kind kind, const std::string& path, int code, std::string 
 
 std::string_view to_string(FsStep step) {
   switch (step) {
-    case FsStep::stat: return "stat";
-    case FsStep::statfs: return "statfs";
-    case FsStep::opendir: return "opendir";
-    case FsStep::readdir: return "readdir";
+    case FsStep::stat:
+      return "stat";
+    case FsStep::statfs:
+      return "statfs";
+    case FsStep::opendir:
+      return "opendir";
+    case FsStep::readdir:
+      return "readdir";
   }
   return "stat";
 }
@@ -195,8 +199,8 @@ void FsProbe::start_check(Mount& m) {
     int error = errno;
     ::kill(pid, SIGKILL);
     orphans_.push_back(pid);
-    m.problem = fmt::format("pidfd_open: {}; the mount was not checked this time",
-                            std::strerror(error));
+    m.problem =
+        fmt::format("pidfd_open: {}; the mount was not checked this time", std::strerror(error));
     return;
   }
   m.pid = pid;
@@ -234,8 +238,8 @@ bool FsProbe::try_reap(Mount& m, std::vector<Finding>& findings) {
   if (killed) return true;
   std::string step(to_string(m.step));
   if (w < 0) {
-    m.problem = fmt::format("{}: the check process was reaped elsewhere ({})", step,
-                            std::strerror(errno));
+    m.problem =
+        fmt::format("{}: the check process was reaped elsewhere ({})", step, std::strerror(errno));
     return true;
   }
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
@@ -333,6 +337,13 @@ std::vector<FsMountStatus> FsProbe::status() const {
   out.reserve(mounts_.size());
   for (const auto& m : mounts_)
     out.push_back({m.path, m.hung, m.pid > 0, m.pid > 0 && m.killed, m.problem});
+  return out;
+}
+
+std::vector<std::string> FsProbe::problems() const {
+  std::vector<std::string> out;
+  for (const auto& m : status())
+    if (!m.problem.empty()) out.push_back(m.path + ": " + m.problem);
   return out;
 }
 

@@ -34,7 +34,8 @@
 namespace cmax::probes {
 
 /// The steps of one check, in order. The child writes a step's number to a pipe as it begins it,
-/// so a check that times out can be named by the step it was stuck in.
+/// so a check that times out can be named by the step it was stuck in; it exits 0 when all
+/// answered, else with the failing step's errno as its exit code.
 enum class FsStep : std::uint8_t { stat = 1, statfs = 2, opendir = 3, readdir = 4 };
 /// "stat", "statfs", "opendir", "readdir".
 std::string_view to_string(FsStep step);
@@ -50,7 +51,7 @@ FsErrorClass classify_fs_errno(int error);
 
 /// Options for FsProbe.
 struct FsOptions {
-  std::vector<std::string> mounts;         ///< absolute paths of mount points to watch
+  std::vector<std::string> mounts;          ///< absolute paths of mount points to watch
   std::chrono::milliseconds timeout{5000};  ///< a check older than this is hung
 };
 
@@ -60,7 +61,7 @@ struct FsMountStatus {
   bool hung = false;      ///< an fs_hung is open (no fs_ok yet)
   bool checking = false;  ///< a check process is outstanding
   bool stuck = false;     ///< that process is past its deadline and killed, but has not exited
-  std::string problem;    ///< the last configuration or local error ("stat: No such file ..."), or ""
+  std::string problem;  ///< the last configuration or local error ("stat: No such file ..."), or ""
 };
 
 /// The "fs" probe. A check that outlives one poll's budget carries over to the next poll, so poll()
@@ -85,6 +86,8 @@ class FsProbe final : public Probe {
 
   /// Every configured mount, in configuration order.
   std::vector<FsMountStatus> status() const;
+  /// "PATH: PROBLEM" for each mount with a configuration or local error.
+  std::vector<std::string> problems() const override;
 
  private:
   using Clock = std::chrono::steady_clock;

@@ -25,7 +25,8 @@ bool all_digits(std::string_view s) {
 
 // sysfs values end in one newline; a stray CR or trailing blank is tolerated, inner text is not.
 std::string_view strip_newline(std::string_view s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.remove_suffix(1);
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' '))
+    s.remove_suffix(1);
   return s;
 }
 
@@ -56,7 +57,8 @@ std::string describe(const IbPortReading& r) {
                      part(r.phys_state, r.phys_state_name));
 }
 
-Finding port_finding(Kind kind, const std::string& port, std::string subject, std::string_view what) {
+Finding port_finding(Kind kind, const std::string& port, std::string subject,
+                     std::string_view what) {
   Finding f;
   f.kind = kind;
   f.code = port_number(port);
@@ -132,7 +134,8 @@ Result<std::uint64_t> parse_ib_counter(std::string_view text) {
   return value;
 }
 
-IbDiff diff_ib(const IbState& before, const IbReading& now, const std::vector<std::string>& expect) {
+IbDiff diff_ib(const IbState& before, const IbReading& now,
+               const std::vector<std::string>& expect) {
   IbDiff out;
   out.next = before;
   auto& ports = out.next.ports;
@@ -158,11 +161,13 @@ IbDiff diff_ib(const IbState& before, const IbReading& now, const std::vector<st
     IbPortMemory& mem = it->second;
     if (up == true && !mem.up) {
       if (mem.reported_down)
-        out.findings.push_back(port_finding(Kind::ib_port_up, r.port, describe(r), "port is up again"));
+        out.findings.push_back(
+            port_finding(Kind::ib_port_up, r.port, describe(r), "port is up again"));
       mem.reported_down = false;
     } else if (up == false && !mem.reported_down && (mem.up || is_expected(expect, r.port))) {
       mem.reported_down = true;
-      out.findings.push_back(port_finding(Kind::ib_port_down, r.port, describe(r), "port went down"));
+      out.findings.push_back(
+          port_finding(Kind::ib_port_down, r.port, describe(r), "port went down"));
     }
     if (up) mem.up = *up;
 
@@ -174,8 +179,8 @@ IbDiff diff_ib(const IbState& before, const IbReading& now, const std::vector<st
         f.code = static_cast<int>(std::min<std::uint64_t>(rise, 0x7fffffff));
         f.device = r.port;
         f.subject = fmt::format("link_downed {} -> {}", *mem.link_downed, *r.link_downed);
-        f.text = fmt::format("ib: {}: link_downed rose {} -> {} (the link went down {} time{})", r.port,
-                             *mem.link_downed, *r.link_downed, rise, rise == 1 ? "" : "s");
+        f.text = fmt::format("ib: {}: link_downed rose {} -> {} (the link went down {} time{})",
+                             r.port, *mem.link_downed, *r.link_downed, rise, rise == 1 ? "" : "s");
         out.findings.push_back(std::move(f));
       }
       // Equal, risen or fallen (a counter reset): the new value is the baseline.
@@ -201,7 +206,7 @@ IbDiff diff_ib(const IbState& before, const IbReading& now, const std::vector<st
                                           "port disappeared from sysfs"));
     }
     if (!mem.reported_down && !is_expected(expect, it->first)) {
-      it = ports.erase(it);  // a port that was never up and is gone: nothing to remember
+      it = ports.erase(it);  // gone with no fault open: nothing to remember
     } else {
       ++it;
     }
@@ -213,8 +218,8 @@ IbDiff diff_ib(const IbState& before, const IbReading& now, const std::vector<st
     mem.up = false;
     mem.reported_down = true;
     mem.link_downed.reset();
-    out.findings.push_back(
-        port_finding(Kind::ib_port_down, port, "port not found", "expected port not found in sysfs"));
+    out.findings.push_back(port_finding(Kind::ib_port_down, port, "port not found",
+                                        "expected port not found in sysfs"));
   }
   return out;
 }
@@ -226,7 +231,8 @@ Result<IbReading> read_ib_ports(const std::string& root,
   auto devices = list_names(root, error);
   if (!devices) {
     if (error == ENOENT) return reading;  // no InfiniBand on this host
-    return fail("list {}: {}; check that sysfs is mounted and readable", root, std::strerror(error));
+    return fail("list {}: {}; check that sysfs is mounted and readable", root,
+                std::strerror(error));
   }
   for (const auto& device : *devices) {
     std::string ports_dir = core::join_path(core::join_path(root, device), "ports");
@@ -268,10 +274,12 @@ Result<IbReading> read_ib_ports(const std::string& root,
 Result<IbProbe> IbProbe::create(IbOptions options) {
   for (const auto& port : options.expect) {
     auto slash = port.find('/');
-    if (slash == 0 || slash == std::string::npos || !all_digits(std::string_view(port).substr(slash + 1)))
-      return fail("ib probe: expected port \"{}\" is not <device>/<port number> (like mlx5_0/1); "
-                  "fix the expected-port list",
-                  port);
+    if (slash == 0 || slash == std::string::npos ||
+        !all_digits(std::string_view(port).substr(slash + 1)))
+      return fail(
+          "ib probe: expected port \"{}\" is not <device>/<port number> (like mlx5_0/1); "
+          "fix the expected-port list",
+          port);
   }
   return IbProbe(std::move(options));
 }

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/result.h"
@@ -87,7 +88,7 @@ Result<IbReading> read_ib_ports(const std::string& root,
 /// Options for IbProbe.
 struct IbOptions {
   std::string root = "/sys/class/infiniband";  ///< tests point this at a tree of the same files
-  std::vector<std::string> expect;              ///< ports that must be up from the start ("mlx5_0/1")
+  std::vector<std::string> expect;  ///< ports that must be up from the start ("mlx5_0/1")
 };
 
 /// The "ib" probe: reads the sysfs port files on each poll and reports changes (diff_ib).

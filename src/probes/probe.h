@@ -37,6 +37,9 @@ class Probe {
   /// One reading. An error means the reading failed as a whole (the library vanished, the
   /// sysfs root is unreadable); per-device trouble is a finding or is skipped.
   virtual Result<std::vector<Finding>> poll(std::chrono::milliseconds budget) = 0;
+  /// What is wrong with the probe's configuration or surroundings now, that is not a fault of the
+  /// node ("/lustre: stat: No such file or directory"): for the log, never for an action.
+  virtual std::vector<std::string> problems() const { return {}; }
 };
 
 }  // namespace cmax::probes

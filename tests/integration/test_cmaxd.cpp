@@ -25,6 +25,7 @@
 #include <nlohmann/json.hpp>
 
 #include "agent/event_log.h"
+#include "core/process.h"
 #include "support/daemon.h"
 #include "support/kmsg.h"
 #include "support/slurm_cluster.h"
@@ -81,12 +82,13 @@ class Cmaxd : public ::testing::Test {
 
   // Starts cmaxd for `node` and waits until it reads the kernel log (with --from-now, from the end
   // of the ring buffer on a first start).
-  cmax::test::Daemon start(const std::string& node, int breaker_max = 50, std::vector<std::string> extra = {}) {
+  cmax::test::Daemon start(const std::string& node, int breaker_max = 50, std::vector<std::string> extra = {},
+                           std::vector<std::string> env = {}) {
     std::vector<std::string> argv{CMAXD_BIN, "--node", node, "--db", db(), "--slurm-conf", cluster_->conf_path(),
                                   "--from-now", "--breaker-max", std::to_string(breaker_max)};
     argv.insert(argv.end(), extra.begin(), extra.end());
     const std::size_t before = starts_logged();
-    auto d = cmax::test::Daemon::start(argv, {}, cluster_->dir() / "cmaxd.log");
+    auto d = cmax::test::Daemon::start(argv, env, cluster_->dir() / "cmaxd.log");
     EXPECT_TRUE(d) << d.error().message;
     auto deadline = std::chrono::steady_clock::now() + 10s;
     while (starts_logged() == before && d->running() && std::chrono::steady_clock::now() < deadline)
@@ -196,6 +198,106 @@ TEST_F(Cmaxd, TheBreakerStopsAtItsLimit) {
   auto last = log().last_action("n4|xid|79|" + b);
   ASSERT_TRUE(last && *last);
   EXPECT_EQ((*last)->status, "refused");
+}
+
+// Two agents on one partition of four nodes, each allowed 25% (one node): the second drain is
+// refused because the first agent's drain is visible in Slurm.
+TEST_F(Cmaxd, TheFleetBreakerStopsASecondNodeInThePartition) {
+  const std::string a = cmax::test::unique_pci(), b = cmax::test::unique_pci();
+  auto first = start("n1", 50, {"--fleet-max-percent", "25", "--metrics-listen", ""});
+  ASSERT_TRUE(cmax::test::write_kmsg(xid79(a)));
+  ASSERT_TRUE(wait_drain("n1", true)) << log_tail();
+  first.stop();
+  // The n1 agent also sees the second line (one ring buffer for all "nodes" here): it is stopped.
+  auto second = start("n2", 50, {"--fleet-max-percent", "25", "--metrics-listen", ""});
+  ASSERT_TRUE(cmax::test::write_kmsg(xid79(b)));
+  std::this_thread::sleep_for(1500ms);
+  auto s = cluster_->state("n2");
+  ASSERT_TRUE(s);
+  EXPECT_FALSE(s->drain_flag()) << "the fleet breaker let a second node go: " << s->reason;
+  auto last = log().last_action("n2|xid|79|" + b);
+  ASSERT_TRUE(last && *last) << log_tail();
+  EXPECT_EQ((*last)->status, "refused");
+  EXPECT_NE((*last)->detail.find("fleet circuit breaker: cmax already holds 1 of 4 nodes in partition batch"),
+            std::string::npos)
+      << (*last)->detail;
+  ASSERT_TRUE(cluster_->scontrol({"update", "NodeName=n1", "State=RESUME"}));
+  ASSERT_TRUE(wait_drain("n1", false));
+}
+
+// An Xid that only NVML reports (no kernel line): the GPU probe, through the real dlopen path of
+// a fake libnvidia-ml.so.1 (tests/support/fake_nvml), drains the node in real Slurm.
+TEST_F(Cmaxd, AnNvmlXidEventDrainsTheNode) {
+  const std::string fake = std::string(CMAX_BINARY_DIR) + "/tests/support/fake_nvml/libnvidia-ml.so.1";
+  ASSERT_EQ(::access(fake.c_str(), R_OK), 0) << fake;
+  const std::string pci = cmax::test::unique_pci();
+  const auto state = cluster_->dir() / "nvml-state.txt";
+  {
+    std::ofstream out(state);
+    out << "gpu 0 bus " << pci << ".0 uuid GPU-integration\n";
+  }
+  auto agent = start("n2", 50, {"--nvml-lib", fake, "--probe-interval-ms", "50", "--metrics-listen", ""},
+                     {"CMAX_FAKE_NVML_STATE=" + state.string()});
+  std::this_thread::sleep_for(300ms);  // a few polls of a healthy GPU: nothing to do
+  auto s = cluster_->state("n2");
+  ASSERT_TRUE(s);
+  ASSERT_FALSE(s->drain_flag()) << s->reason;
+  {
+    std::ofstream out(state, std::ios::app);
+    out << "xid 0 79\n";
+  }
+  auto drained = wait_drain("n2", true);
+  ASSERT_TRUE(drained) << drained.error().message << "\n" << log_tail();
+  EXPECT_TRUE(drained->reason.starts_with("cmax: Xid 79 " + pci)) << drained->reason;
+  auto last = log().last_action("n2|xid|79|" + pci);
+  ASSERT_TRUE(last && *last);
+  EXPECT_EQ((*last)->status, "done");
+  ASSERT_TRUE(cluster_->scontrol({"update", "NodeName=n2", "State=RESUME"}));
+  ASSERT_TRUE(wait_drain("n2", false));
+}
+
+// `cmax check --slurm-healthcheck` as slurmd would run it, against the real cluster.
+TEST_F(Cmaxd, TheSlurmHealthCheckDrainsOnlyARegisteredNodeAndResumesOnlyItsOwnDrain) {
+  const std::string pci = cmax::test::unique_pci();
+  ASSERT_TRUE(cmax::test::write_kmsg(xid79(pci)));
+  auto check = [&](const std::string& node, std::vector<std::string> env, bool with_kmsg) {
+    std::vector<std::string> argv{CMAX_BIN, "check", "--slurm-healthcheck", "--node", node, "--slurm-conf",
+                                  cluster_->conf_path(), "--act-on", "any", "--no-nvml", "--no-ib", "--json"};
+    if (!with_kmsg) argv.insert(argv.end(), {"--kmsg", ""});
+    auto r = cmax::core::run_process({argv, 30s, 8u << 20, env});
+    EXPECT_TRUE(r) << r.error().message;
+    return r ? *r : cmax::core::ProcessResult{};
+  };
+  // Before registration (or an older slurmd): unhealthy, said and returned, nothing asked of Slurm.
+  auto unset = check("n4", {}, true);
+  EXPECT_EQ(unset.exit_code, 1) << unset.err;
+  EXPECT_NE(unset.out.find(pci), std::string::npos) << "the check did not see the Xid";
+  EXPECT_NE(unset.out.find("scontrol is not called"), std::string::npos) << unset.out;
+  auto s = cluster_->state("n4");
+  ASSERT_TRUE(s);
+  EXPECT_FALSE(s->drain_flag()) << s->reason;
+  // Registered and in service: drained, with the health check's reason.
+  auto yes = check("n4", {"SLURM_NODE_IS_HEALTHY=yes"}, true);
+  EXPECT_EQ(yes.exit_code, 1) << yes.err;
+  auto drained = wait_drain("n4", true);
+  ASSERT_TRUE(drained) << drained.error().message << "\n" << yes.out;
+  EXPECT_TRUE(drained->reason.starts_with("cmax: healthcheck: Xid 79 ")) << drained->reason;
+  // Healthy again (the kernel log is left out here) while Slurm holds it: resumed, as its own drain.
+  auto no = check("n4", {"SLURM_NODE_IS_HEALTHY=no"}, false);
+  EXPECT_EQ(no.exit_code, 0) << no.err;
+  EXPECT_TRUE(wait_drain("n4", false)) << no.out;
+  // Someone else's drain is never resumed by the health check.
+  ASSERT_TRUE(cluster_->scontrol({"update", "NodeName=n4", "State=DRAIN", "Reason=maintenance"}));
+  ASSERT_TRUE(wait_drain("n4", true));
+  auto foreign = check("n4", {"SLURM_NODE_IS_HEALTHY=no"}, false);
+  EXPECT_EQ(foreign.exit_code, 0);
+  EXPECT_NE(foreign.out.find("not the health check's"), std::string::npos) << foreign.out;
+  std::this_thread::sleep_for(300ms);
+  auto still = cluster_->state("n4");
+  ASSERT_TRUE(still);
+  EXPECT_TRUE(still->drain_flag());
+  EXPECT_EQ(still->reason, "maintenance");
+  ASSERT_TRUE(cluster_->scontrol({"update", "NodeName=n4", "State=RESUME"}));
 }
 
 // A free TCP port on 127.0.0.1 (bound to port 0 and released; the caller binds it next).

@@ -1,12 +1,11 @@
 // FsProbe: healthy and misconfigured paths on this machine, and a REAL hung filesystem: hang_fs
 // (tests/support/hang_fs), a FUSE daemon whose getattr and statfs do not return while a control
-// file exists. A process that stats it then waits in the kernel for the daemon's reply and, once the
-// daemon has taken the request, does not die of SIGKILL (fs/fuse/dev.c request_wait_answer): the
-// same uninterruptible sleep as a stat on a dead hard-mounted NFS server.
+// file exists. A process that stats it then waits in the kernel for the daemon's reply and, once
+// the daemon has taken the request, does not die of SIGKILL (fs/fuse/dev.c request_wait_answer):
+// the same uninterruptible sleep as a stat on a dead hard-mounted NFS server.
 
 #include <gtest/gtest.h>
 
-#include <dirent.h>
 #include <sys/mount.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -114,7 +113,9 @@ std::optional<std::string> mount_type(const fs::path& path) {
   return std::nullopt;
 }
 
-std::string hang_fs_binary() { return std::string(CMAX_BINARY_DIR) + "/tests/support/hang_fs/hang_fs"; }
+std::string hang_fs_binary() {
+  return std::string(CMAX_BINARY_DIR) + "/tests/support/hang_fs/hang_fs";
+}
 
 // Why the FUSE tests cannot run here, or "" when they can.
 std::string fuse_unavailable() {
@@ -360,7 +361,8 @@ TEST(FsProbeFuse, HungMountIsReportedOnceWithinTheTimeoutAndRecovers) {
   EXPECT_FALSE(s[0].hung);
   EXPECT_FALSE(s[0].stuck);
   EXPECT_EQ(s[0].problem, "");
-  for (const auto& c : children()) EXPECT_NE(c.pid, stuck[0].pid) << "the stuck check was not reaped";
+  for (const auto& c : children())
+    EXPECT_NE(c.pid, stuck[0].pid) << "the stuck check was not reaped";
 
   f = probe.poll(3s);
   ASSERT_TRUE(f);

@@ -13,10 +13,9 @@
 
 #include <gtest/gtest.h>
 
-#include <sys/stat.h>
-
 #include <chrono>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -63,7 +62,7 @@ class Differ {
 
 TEST(IbParse, ReadsEveryStateTheKernelPrints) {
   const std::vector<std::pair<std::string_view, int>> states = {
-      {"0: NOP\n", 0},   {"1: DOWN\n", 1},   {"2: INIT\n", 2},         {"3: ARMED\n", 3},
+      {"0: NOP\n", 0},    {"1: DOWN\n", 1},         {"2: INIT\n", 2},   {"3: ARMED\n", 3},
       {"4: ACTIVE\n", 4}, {"5: ACTIVE_DEFER\n", 5}, {"9: UNKNOWN\n", 9}};
   for (auto [text, number] : states) {
     auto r = parse_ib_numbered_name(text);
@@ -97,9 +96,9 @@ TEST(IbParse, ReadsEveryPhysStateIncludingOneWithASpace) {
 }
 
 TEST(IbParse, GarbageStateIsAnError) {
-  for (std::string_view bad : {"", "\n", "ACTIVE\n", "4:ACTIVE\n", "x: ACTIVE\n", "-1: DOWN\n",
-                               " 4: ACTIVE\n", "4: \n", "4:  ACTIVE\n", "99999999999: DOWN\n",
-                               "4 : ACTIVE\n"}) {
+  for (std::string_view bad :
+       {"", "\n", "ACTIVE\n", "4:ACTIVE\n", "x: ACTIVE\n", "-1: DOWN\n", " 4: ACTIVE\n", "4: \n",
+        "4:  ACTIVE\n", "99999999999: DOWN\n", "4 : ACTIVE\n"}) {
     auto r = parse_ib_numbered_name(bad);
     EXPECT_FALSE(r) << "accepted \"" << bad << "\"";
     if (!r) {
@@ -113,8 +112,8 @@ TEST(IbParse, CounterIsAWholeUnsignedDecimal) {
   EXPECT_EQ(parse_ib_counter("255\n").value_or(0), 255u);
   EXPECT_EQ(parse_ib_counter("7").value_or(0), 7u);
   EXPECT_EQ(parse_ib_counter("18446744073709551615\n").value_or(0), 18446744073709551615ull);
-  for (std::string_view bad : {"", "\n", "-1\n", "12a\n", "1 2\n", "0x10\n", "+3\n",
-                               "18446744073709551616\n"}) {
+  for (std::string_view bad :
+       {"", "\n", "-1\n", "12a\n", "1 2\n", "0x10\n", "+3\n", "18446744073709551616\n"}) {
     auto r = parse_ib_counter(bad);
     EXPECT_FALSE(r) << "accepted \"" << bad << "\"";
   }
