@@ -73,18 +73,28 @@ ProcUsage usage(pid_t pid) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: cmaxd_bench CMAXD_BINARY [N=1000] [IDLE_SECONDS=600]\n");
+    std::fprintf(stderr,
+                 "usage: cmaxd_bench CMAXD_BINARY [N=1000] [IDLE_SECONDS=600] [GHOST_NODES=0] [CMAXD_ARG...]\n"
+                 "  GHOST_NODES: nodes that exist in slurm.conf (DOWN, no slurmd) so `scontrol show node`,\n"
+                 "  which the fleet breaker runs before each drain, lists a cluster of that size\n");
     return 2;
   }
   const std::string bin = argv[1];
   const int n = argc > 2 ? std::atoi(argv[2]) : 1000;
   const int idle_s = argc > 3 ? std::atoi(argv[3]) : 600;
+  const int ghosts = argc > 4 ? std::atoi(argv[4]) : 0;
+  std::vector<std::string> extra_args;
+  for (int i = 5; i < argc; ++i) extra_args.emplace_back(argv[i]);
   if (auto why = cmax::test::SlurmCluster::unavailable()) {
     std::fprintf(stderr, "cmaxd_bench: %s\n", why->c_str());
     return 3;
   }
   cmax::test::SlurmClusterOptions co;
   co.nodes = 1;
+  if (ghosts > 0) {
+    co.extra_conf.push_back(fmt::format("NodeName=ghost[1-{}] NodeAddr=127.0.0.1 Port=9 CPUs=1 State=DOWN", ghosts));
+    co.extra_conf.push_back(fmt::format("PartitionName=ghosts Nodes=ghost[1-{}] State=UP", ghosts));
+  }
   auto cluster = cmax::test::SlurmCluster::start(co);
   if (!cluster) {
     std::fprintf(stderr, "cmaxd_bench: %s\n", cluster.error().message.c_str());
@@ -93,9 +103,10 @@ int main(int argc, char** argv) {
   auto& c = **cluster;
   const auto db = (c.dir() / "cmaxd.db").string();
   const auto log = c.dir() / "cmaxd.log";
-  auto agent = cmax::test::Daemon::start({bin, "--node", "n1", "--db", db, "--slurm-conf", c.conf_path(), "--from-now",
-                                          "--breaker-max", "1000000"},
-                                         {}, log);
+  std::vector<std::string> agent_argv{bin, "--node", "n1", "--db", db, "--slurm-conf", c.conf_path(), "--from-now",
+                                      "--breaker-max", "1000000"};
+  agent_argv.insert(agent_argv.end(), extra_args.begin(), extra_args.end());
+  auto agent = cmax::test::Daemon::start(agent_argv, {}, log);
   if (!agent) {
     std::fprintf(stderr, "cmaxd_bench: %s\n", agent.error().message.c_str());
     return 3;

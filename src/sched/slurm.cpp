@@ -75,6 +75,12 @@ Result<NodeState> SlurmScheduler::read_state(std::string_view node) {
   return state;
 }
 
+Result<NodeState> SlurmScheduler::state_for_action(std::string_view node) {
+  auto r = std::exchange(remembered_, std::nullopt);
+  if (r && r->state.name == node && std::chrono::steady_clock::now() - r->at <= kReuseWindow) return std::move(r->state);
+  return read_state(node);
+}
+
 Result<Action> SlurmScheduler::act(std::vector<std::string> argv) {
   Action a;
   a.changed = true;
@@ -94,7 +100,7 @@ Result<NodeState> SlurmScheduler::node_state(std::string_view node) {
 Result<Action> SlurmScheduler::drain(std::string_view node, std::string_view reason) {
   auto full = cmax_reason(reason);
   if (!full) return fail_on("drain", node, full.error());
-  auto s = read_state(node);
+  auto s = state_for_action(node);
   if (!s) return fail_on("drain", node, s.error());
   auto d = decide_drain(*s);
   if (!d.act) return unchanged(std::move(d.note));
@@ -117,7 +123,7 @@ Result<Action> SlurmScheduler::resume(std::string_view node, Force force) {
 Result<Action> SlurmScheduler::reboot(std::string_view node, std::string_view reason) {
   auto full = cmax_reason(reason);
   if (!full) return fail_on("reboot", node, full.error());
-  auto s = read_state(node);
+  auto s = state_for_action(node);
   if (!s) return fail_on("reboot", node, s.error());
   auto d = decide_reboot(*s);
   if (!d) return fail_on("reboot", node, d.error());
@@ -133,6 +139,9 @@ Result<PoolCount> SlurmScheduler::held_by_cmax(std::string_view node) {
   if (!out) return fail_on("count held nodes around", node, out.error());
   auto nodes = parse_scontrol_nodes(*out);
   if (!nodes) return fail_on("count held nodes around", node, nodes.error());
+  remembered_.reset();
+  for (auto& n : *nodes)
+    if (n.name == node) remembered_ = Remembered{n, std::chrono::steady_clock::now()};
   return pool_count(*nodes, node);
 }
 

@@ -2,6 +2,7 @@
 // Scheduler on Slurm through `scontrol`, spawned from argv (no shell), a deadline on every call.
 
 #include <chrono>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -39,17 +40,28 @@ class SlurmScheduler final : public Scheduler {
   Result<Action> drain(std::string_view node, std::string_view reason) override;
   Result<Action> resume(std::string_view node, Force force) override;
   Result<Action> reboot(std::string_view node, std::string_view reason) override;
-  /// Runs `scontrol -o show node` once for every node and counts the partitions `node` is in.
+  /// Runs `scontrol -o show node` once for every node and counts the partitions `node` is in. The
+  /// node's own state from that read stands in for the state read of the next drain() or reboot()
+  /// of the same node, once, if it comes within kReuseWindow: the fleet breaker then costs no
+  /// extra scontrol call on the path to a drain.
   Result<PoolCount> held_by_cmax(std::string_view node) override;
+  static constexpr std::chrono::milliseconds kReuseWindow{1000};
 
   const SlurmOptions& options() const { return options_; }
 
  private:
   Result<std::string> scontrol(std::vector<std::string> argv, std::size_t max_bytes = 64u << 10);
   Result<NodeState> read_state(std::string_view node);
+  // read_state() for a mutating call: the state held_by_cmax() just read, else a fresh read.
+  Result<NodeState> state_for_action(std::string_view node);
   Result<Action> act(std::vector<std::string> argv);
 
   SlurmOptions options_;
+  struct Remembered {
+    NodeState state;
+    std::chrono::steady_clock::time_point at;
+  };
+  std::optional<Remembered> remembered_;  ///< from the last held_by_cmax(); used once
 };
 
 }  // namespace cmax::sched
