@@ -22,7 +22,7 @@ constexpr const char* kFakeScontrol = R"(#!/bin/sh
 dir=$(dirname "$0")
 [ -f "$dir/sleep" ] && sleep 10
 echo "$SLURM_CONF $SLURM_TIME_FORMAT" > "$dir/env"
-if [ "$2" = "show" ]; then cat "$dir/show"; exit 0; fi
+if [ "$2" = "show" ]; then echo "$*" >> "$dir/shows"; cat "$dir/show"; exit 0; fi
 for a in "$@"; do printf '%s|' "$a"; done >> "$dir/calls"
 echo >> "$dir/calls"
 [ -f "$dir/fail" ] && { cat "$dir/fail" >&2; exit 1; }
@@ -151,4 +151,17 @@ TEST(SlurmScheduler, MissingScontrolIsAnErrorNamingIt) {
   ASSERT_FALSE(r);
   EXPECT_NE(r.error().message.find("drain n1: run /nonexistent/scontrol"), std::string::npos)
       << r.error().message;
+}
+
+TEST_F(FakeSlurm, TheFleetReadStandsInForTheNextDrainsStateReadOnce) {
+  show("NodeName=n1 State=IDLE Partitions=gpu");
+  auto s = scheduler();
+  auto pool = s.held_by_cmax("n1");
+  ASSERT_TRUE(pool) << pool.error().message;
+  EXPECT_EQ(pool->pool, "partition gpu");
+  EXPECT_EQ(pool->total, 1);
+  ASSERT_TRUE(s.drain("n1", "Xid 79"));
+  EXPECT_EQ(file("shows"), "-o show node\n") << "the drain read the node's state again";
+  ASSERT_TRUE(s.drain("n1", "Xid 79"));  // used once: this one reads
+  EXPECT_EQ(file("shows"), "-o show node\n-o show node n1\n");
 }
