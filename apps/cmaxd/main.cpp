@@ -21,6 +21,7 @@
 #include "core/json_text.h"
 #include "probes/probe_set.h"
 #include "sched/policy.h"
+#include "sched/kubernetes.h"
 #include "sched/slurm.h"
 #include "signals/catalog.h"
 
@@ -69,6 +70,8 @@ int main(int argc, char** argv) {
   std::string db_path = "/var/lib/cmax/cmaxd.db", slurm_conf, act_on = "any", drain_at = "drain", config;
   std::string metrics_listen = "127.0.0.1:9479";
   probes::ProbeConfig probe_config;
+  std::string scheduler_kind = "slurm", kube_api, kube_token, kube_ca, kube_pool;
+  int kube_timeout_ms = 5000;
   bool no_nvml = false, no_ib = false, no_fleet_breaker = false;
   int mount_timeout_ms = 5000, probe_interval_ms = 2000;
   int timeout_ms = 5000;
@@ -77,6 +80,20 @@ int main(int argc, char** argv) {
   app.add_option("--node", opt.node, "This node's name in Slurm")->capture_default_str();
   app.add_option("--db", db_path, "Event log (SQLite, WAL)")->capture_default_str();
   app.add_option("--kmsg", opt.kmsg_path, "Kernel log device")->capture_default_str();
+  app.add_option("--scheduler", scheduler_kind,
+                 "Where to hold the node: 'slurm' (scontrol update State=DRAIN, reason 'cmax: ...') or\n"
+                 "'kubernetes' (cordon, taint cmax.io/unhealthy, condition CmaxHealthy=False, through the\n"
+                 "API with the pod's service account; deploy/kubernetes/cmaxd.yaml)")
+      ->check(CLI::IsMember({"slurm", "kubernetes"}))
+      ->capture_default_str();
+  app.add_option("--kube-api", kube_api,
+                 "API server URL (default: in-cluster, from KUBERNETES_SERVICE_HOST/PORT; plain http only to\n"
+                 "loopback)");
+  app.add_option("--kube-token-file", kube_token, "Bearer token file (default: the pod's service account token)");
+  app.add_option("--kube-ca-file", kube_ca, "CA bundle for the API server (default: the service account's ca.crt)");
+  app.add_option("--kube-pool-selector", kube_pool,
+                 "Label selector of the nodes the fleet breaker counts (default: every node)");
+  app.add_option("--kube-timeout-ms", kube_timeout_ms, "Deadline of each API request")->capture_default_str();
   app.add_option("--slurm-conf", slurm_conf, "slurm.conf for scontrol (SLURM_CONF); default: Slurm's own");
   app.add_option("--scontrol-timeout-ms", timeout_ms, "Deadline of each scontrol call")->capture_default_str();
   app.add_option("--act-on", act_on,
@@ -162,11 +179,29 @@ int main(int argc, char** argv) {
   }
   auto log = agent::EventLog::open(db_path);
   if (!log) return start_error(log.error().message);
-  sched::SlurmOptions so;
-  so.conf_path = slurm_conf;
-  so.timeout = std::chrono::milliseconds(timeout_ms);
-  so.dry_run = opt.dry_run;
-  sched::SlurmScheduler slurm(so);
+  std::unique_ptr<sched::Scheduler> scheduler;
+  if (scheduler_kind == "kubernetes") {
+    sched::KubernetesOptions ko;
+    if (kube_api.empty()) {
+      auto in = sched::KubernetesOptions::in_cluster();
+      if (!in) return start_error(in.error().message);
+      ko = *in;
+    } else {
+      ko.api_url = kube_api;
+    }
+    if (!kube_token.empty()) ko.token_path = kube_token;
+    if (!kube_ca.empty()) ko.ca_path = kube_ca;
+    ko.pool_selector = kube_pool;
+    ko.timeout = std::chrono::milliseconds(kube_timeout_ms);
+    ko.dry_run = opt.dry_run;
+    scheduler = std::make_unique<sched::KubernetesScheduler>(ko);
+  } else {
+    sched::SlurmOptions so;
+    so.conf_path = slurm_conf;
+    so.timeout = std::chrono::milliseconds(timeout_ms);
+    so.dry_run = opt.dry_run;
+    scheduler = std::make_unique<sched::SlurmScheduler>(so);
+  }
 
   // SIGTERM and SIGINT stop the agent: blocked here, taken by one thread with sigwait.
   sigset_t stop_signals;
@@ -185,7 +220,7 @@ int main(int argc, char** argv) {
     }
   });
 
-  agent::Agent agent(opt, *catalog, *log, slurm);
+  agent::Agent agent(opt, *catalog, *log, *scheduler);
   auto probe_set = probes::make_probes(probe_config);
   if (!probe_set) return start_error(probe_set.error().message);
   for (const auto& note : probe_set->notes)

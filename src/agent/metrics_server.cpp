@@ -2,6 +2,7 @@
 
 #include <httplib.h>
 
+#include <chrono>
 #include <thread>
 
 #include "agent/metrics.h"
@@ -30,6 +31,14 @@ Result<std::unique_ptr<MetricsServer>> MetricsServer::start(const std::string& h
   if (impl->port < 0) return fail("listen on {}:{} for metrics: cannot bind (in use, or not an address here)", host, port);
   Impl* raw = impl.get();
   impl->thread = std::thread([raw] { raw->server.listen_after_bind(); });
+  // A stop() before the thread has started listening would be lost (this httplib has no
+  // wait_until_ready), and the destructor's join would hang: wait, bounded, until it listens.
+  for (int i = 0; i < 2000 && !impl->server.is_running(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  if (!impl->server.is_running()) {
+    impl->server.stop();
+    impl->thread.detach();  // never joined: a hung join is worse than a leaked idle thread
+    return fail("listen on {}:{} for metrics: the server did not start within 2 s", host, impl->port);
+  }
   return std::unique_ptr<MetricsServer>(new MetricsServer(std::move(impl)));
 }
 

@@ -16,15 +16,22 @@
 //            After the reboot, `resume` returns the node to service; nothing here does it by
 //            itself.
 //   resume   only a node cmax holds (cmax.io/reason starts with "cmax: "), unless forced: removes
-//            both cmax taints and both annotations, sets CmaxHealthy=True reason CmaxResumed, and
-//            uncordons only when cmax.io/cordoned says cmax cordoned it (forced: also a node
-//            someone else cordoned). Other taints and annotations are never touched.
+//            both cmax taints and both annotations, sets CmaxHealthy=True reason CmaxResumed (when
+//            the node has that condition), and uncordons only when cmax.io/cordoned says cmax
+//            cordoned it (forced: also a node someone else cordoned). Other taints and annotations
+//            are never touched.
+//
+// NodeState: base READY / NOTREADY / UNKNOWN from the Ready condition; flag DRAIN when cordoned or
+// carrying a cmax taint (a cmax taint keeps pods off even after a hand `kubectl uncordon`),
+// NOT_RESPONDING when Ready is Unknown, REBOOT_REQUESTED with the reboot taint; reason cmax's
+// annotation, or "cordoned" for someone else's cordon, so policy.h tells the two holds apart.
 //
 // Taints are a list, which a strategic merge patch would replace whole, so spec and metadata
 // change through one JSON Patch whose first op tests metadata.resourceVersion: a change made by
 // someone else since cmax read the node fails the patch (409/422) instead of being lost, and cmax
 // reads the node again and retries, a bounded number of times. Conditions merge by type, so status
-// takes a strategic merge patch of /status.
+// takes a strategic merge patch of /status, sent after the node's patch: when it fails, the error
+// says the node is patched already (cordoned and tainted) and only the condition is missing.
 //
 // The service account needs get, list and patch on nodes and patch on nodes/status (a
 // ClusterRole; deploy/kubernetes/cmaxd.yaml). The token file is read on every request, since
@@ -33,7 +40,6 @@
 #include <chrono>
 #include <string>
 #include <string_view>
-#include <vector>
 
 #include "core/clock.h"
 #include "core/result.h"

@@ -70,6 +70,12 @@ json gpu_node(std::string_view name, std::string_view pool = "a100") {
                                  name, pool));
 }
 
+/// Returns once `server` accepts: a stop() before that would be lost and the join would hang.
+void wait_running(const httplib::Server& server) {
+  for (int i = 0; i < 1000 && !server.is_running(); ++i) std::this_thread::sleep_for(1ms);
+  ASSERT_TRUE(server.is_running());
+}
+
 /// One request as the API server saw it.
 struct Seen {
   std::string method;
@@ -93,6 +99,7 @@ class FakeApi {
                   [this](const auto& req, auto& res) { patch_status(req, res); });
     port_ = server_.bind_to_any_port("127.0.0.1");
     thread_ = std::thread([this] { server_.listen_after_bind(); });
+    wait_running(server_);
   }
   ~FakeApi() {
     server_.stop();
@@ -121,6 +128,11 @@ class FakeApi {
   void refuse_patches(int code, std::string reason, std::string message, int times = 1) {
     std::lock_guard lock(mu_);
     for (int i = 0; i < times; ++i) refusals_.push_back(status_object(code, reason, message));
+  }
+  /// The next status PATCH answers `code` with a Status of `message`, and changes nothing.
+  void refuse_status_patch(int code, std::string reason, std::string message) {
+    std::lock_guard lock(mu_);
+    status_refusals_.push_back(status_object(code, reason, message));
   }
   /// Runs once on the stored node right after the next GET of it has been answered: someone
   /// else's change between cmax's read and its patch.
@@ -230,6 +242,11 @@ class FakeApi {
     if (!n) return;
     if (req.get_header_value("Content-Type") != "application/strategic-merge-patch+json")
       return answer(res, 415, status_object(415, "UnsupportedMediaType", "want strategic merge"));
+    if (!status_refusals_.empty()) {
+      json refusal = status_refusals_.front();
+      status_refusals_.pop_front();
+      return answer(res, refusal["code"].get<int>(), refusal);
+    }
     // status.conditions has patchMergeKey "type": each condition merges into the one of its type.
     auto& conds = (*n)["status"]["conditions"];
     json patch = json::parse(req.body);
@@ -252,6 +269,7 @@ class FakeApi {
   std::map<std::string, json> nodes_;
   std::vector<Seen> seen_;
   std::deque<json> refusals_;
+  std::deque<json> status_refusals_;
   std::function<void(json&)> after_get_;
 };
 
@@ -683,6 +701,22 @@ TEST_F(KubeApi, ForbiddenNamesTheStatusTheApiMessageAndTheFix) {
             (std::vector<std::string>{"GET /api/v1/nodes/n1", "PATCH /api/v1/nodes/n1"}));
 }
 
+TEST_F(KubeApi, ARefusedStatusPatchSaysTheNodeIsPatchedAlready) {
+  api_.refuse_status_patch(403, "Forbidden",
+                           "nodes \"n1\" is forbidden: User \"system:serviceaccount:cmax:cmaxd\" "
+                           "cannot patch resource \"nodes/status\"");
+  auto a = scheduler().drain("n1", "Xid 79");
+  ASSERT_FALSE(a);
+  EXPECT_EQ(
+      a.error().message,
+      "drain n1: node patched, but PATCH /api/v1/nodes/n1/status: 403 Forbidden: nodes \"n1\" "
+      "is forbidden: User \"system:serviceaccount:cmax:cmaxd\" cannot patch resource "
+      "\"nodes/status\": give the service account patch on nodes/status "
+      "(deploy/kubernetes/cmaxd.yaml)");
+  EXPECT_EQ(api_.node("n1")["spec"]["unschedulable"], true);
+  EXPECT_TRUE(condition("n1", "CmaxHealthy").is_null());
+}
+
 TEST_F(KubeApi, AMissingNodeSaysSo) {
   auto s = scheduler().node_state("n9");
   ASSERT_FALSE(s);
@@ -896,6 +930,7 @@ class KubeTls : public ::testing::Test {
     port_ = server_->bind_to_any_port("127.0.0.1");
     ASSERT_GT(port_, 0);
     thread_ = std::thread([this] { server_->listen_after_bind(); });
+    wait_running(*server_);
   }
   void TearDown() override {
     if (server_) server_->stop();
