@@ -73,7 +73,7 @@ int main(int argc, char** argv) {
   std::string scheduler_kind = "slurm", kube_api, kube_token, kube_ca, kube_pool;
   int kube_timeout_ms = 5000;
   bool no_nvml = false, no_ib = false, no_fleet_breaker = false;
-  int mount_timeout_ms = 5000, probe_interval_ms = 2000;
+  int mount_timeout_ms = 5000, probe_interval_ms = 5000, mount_interval_ms = 30000;
   int timeout_ms = 5000;
   long long breaker_window_s = 3600, dedup_window_s = 3600;
   opt.node = short_hostname();
@@ -135,7 +135,13 @@ int main(int argc, char** argv) {
                  "A mount point that must answer stat/statfs within --mount-timeout-ms (checked in a child\n"
                  "process, so a hung Lustre never hangs cmaxd); repeatable");
   app.add_option("--mount-timeout-ms", mount_timeout_ms, "A mount that takes longer is hung")->capture_default_str();
-  app.add_option("--probe-interval-ms", probe_interval_ms, "How often each probe reads")->capture_default_str();
+  app.add_option("--probe-interval-ms", probe_interval_ms,
+                 "How often NVML and the InfiniBand ports are read (Xids also arrive at once through the\n"
+                 "kernel log)")
+      ->capture_default_str();
+  app.add_option("--mount-interval-ms", mount_interval_ms,
+                 "How often each --mount is checked (each check forks a small child: the main idle cost)")
+      ->capture_default_str();
   app.add_option("--config", config, "Signal overrides: actions, ignore lists, thresholds (docs/signals-config.md)");
   app.add_option("--metrics-listen", metrics_listen,
                  "Serve Prometheus metrics at http://HOST:PORT/metrics ('' to disable; port 0 picks a free one,\n"
@@ -155,8 +161,8 @@ int main(int argc, char** argv) {
   probe_config.nvml = !no_nvml;
   probe_config.ib = !no_ib;
   probe_config.mount_timeout = std::chrono::milliseconds(mount_timeout_ms);
-  if (probe_interval_ms < 10) {
-    fmt::print(stderr, "cmaxd: --probe-interval-ms {}: use 10 or more\n", probe_interval_ms);
+  if (probe_interval_ms < 10 || mount_interval_ms < 10) {
+    fmt::print(stderr, "cmaxd: --probe-interval-ms and --mount-interval-ms: use 10 or more\n");
     return 2;
   }
   opt.dedup_window = std::chrono::seconds(dedup_window_s);
@@ -225,10 +231,11 @@ int main(int argc, char** argv) {
   if (!probe_set) return start_error(probe_set.error().message);
   for (const auto& note : probe_set->notes)
     log_json("info", "probe " + note);
-  const auto interval = std::chrono::milliseconds(probe_interval_ms);
-  for (auto& p : probe_set->probes)
+  for (auto& p : probe_set->probes) {
+    const auto interval = std::chrono::milliseconds(p->name() == "fs" ? mount_interval_ms : probe_interval_ms);
     if (auto r = agent.add_probe(std::move(p), interval, std::min(interval, std::chrono::milliseconds(1000))); !r)
       return start_error(r.error().message);
+  }
   std::unique_ptr<agent::MetricsServer> metrics;
   if (!metrics_listen.empty()) {
     auto colon = metrics_listen.rfind(':');
