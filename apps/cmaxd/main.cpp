@@ -58,13 +58,17 @@ int start_error(const std::string& msg) {
 int main(int argc, char** argv) {
   CLI::App app{
       "cmaxd: the passive node agent. Follows /dev/kmsg live through cmax's signal engine (every Xid, SXid,\n"
-      "lockup, MCE, EDAC, AER, NVMe, filesystem, NFS, Lustre, IB and OOM fault), keeps incidents, and drains\n"
-      "this node in Slurm (reason 'cmax: ...') when an incident's action reaches --drain-at. Every incident and\n"
-      "every intended action is written to --db before the action runs; a restart resumes after the last\n"
-      "record read, never drains twice for one incident, and carries out actions left pending by a crash.\n"
-      "It resumes a node only when the incident it drained for resolves (Link is Up after Link is Down) and\n"
-      "only when the reason is its own. Logs are JSON lines on stderr.\n"
-      "Exit codes: 0 stopped by SIGTERM/SIGINT; 2 usage error; 3 cannot start (kmsg, database, catalog).",
+      "lockup, MCE, EDAC, AER, NVMe, filesystem, NFS, Lustre, IB and OOM fault), polls NVML (when the driver's\n"
+      "library loads), the InfiniBand ports and the --mount points, keeps incidents, and takes this node out of\n"
+      "scheduling when an incident's action reaches --drain-at: a Slurm drain with reason 'cmax: ...', or in\n"
+      "Kubernetes a cordon, taint cmax.io/unhealthy and condition CmaxHealthy=False. Every incident and every\n"
+      "intended action is written to --db before the action runs; a restart resumes after the last record read,\n"
+      "never drains twice for one incident, and carries out actions left pending by a crash. It resumes a node\n"
+      "only when the incident it acted on resolves (Link is Up after Link is Down, a port back to ACTIVE, a mount\n"
+      "answering again) and only when the hold is its own. A per-node and a fleet circuit breaker bound what it\n"
+      "takes out. Logs are JSON lines on stderr; metrics on --metrics-listen. docs/cmaxd.md says more.\n"
+      "Exit codes: 0 stopped by SIGTERM/SIGINT; 2 usage error; 3 cannot start (kmsg, database, catalog, probe\n"
+      "configuration, Kubernetes service account).",
       "cmaxd"};
   agent::AgentOptions opt;
   std::string db_path = "/var/lib/cmax/cmaxd.db", slurm_conf, act_on = "any", drain_at = "drain", config;
