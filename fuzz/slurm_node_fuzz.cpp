@@ -25,6 +25,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     auto again = cmax::sched::parse_slurm_state(node->state);
     check(again && again->base == node->base && again->flags == node->flags);
   }
+  if (auto nodes = cmax::sched::parse_scontrol_nodes(in))
+    for (const auto& n : *nodes) check(!n.name.empty() && n.reason.find('\n') == std::string::npos);
   (void)cmax::sched::parse_slurm_state(in);
   return 0;
 }

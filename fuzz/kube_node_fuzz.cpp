@@ -1,0 +1,45 @@
+// libFuzzer target: what cmax reads from a Kubernetes API server (a Node, a NodeList, a Status)
+// and the patches it builds from a Node it read. Invariants: no crash on any bytes; a parsed node
+// has a name; a hold patch and a release patch built from it are valid JSON arrays whose first op
+// tests the resourceVersion read.
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "sched/kubernetes_parse.h"
+
+namespace {
+
+void check(bool ok) {
+  if (!ok) std::abort();
+}
+
+void check_patch(const std::string& text, const std::string& version) {
+  auto j = nlohmann::json::parse(text, nullptr, false);
+  check(!j.is_discarded() && j.is_array());
+  if (!j.empty()) check(j[0].value("op", "") == "test" && j[0].value("value", "") == version);
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  std::string_view in(reinterpret_cast<const char*>(data), size);
+  namespace kube = cmax::sched::kube;
+  if (auto node = kube::parse_node(in)) {
+    check(!node->state.name.empty());
+    check_patch(kube::hold_patch(*node, "cmax: Xid 79 (fuzz)", kube::Hold::kFault, "NoExecute", "2026-12-03T00:00:00Z"),
+                node->resource_version);
+    check_patch(kube::hold_patch(*node, "cmax: Xid 79 (fuzz)", kube::Hold::kReboot, "NoExecute", "2026-12-03T00:00:00Z"),
+                node->resource_version);
+    check_patch(kube::release_patch(*node, true), node->resource_version);
+  }
+  if (auto page = kube::parse_node_list(in))
+    for (const auto& n : page->nodes) check(!n.name.empty());
+  (void)kube::status_message(in);
+  (void)kube::parse_api_url(in);
+  return 0;
+}
