@@ -54,7 +54,7 @@ void expect_unchanged(const Catalog& c) {
   EXPECT_FALSE(c.ignored(xid(13)));
   EXPECT_FALSE(c.ignored(of(Kind::conntrack)));
   EXPECT_EQ(c.threshold_for(xid(13))->count, 10);
-  EXPECT_EQ(c.cancellations().size(), 2u);
+  EXPECT_EQ(c.cancellations().size(), 4u);
   EXPECT_EQ(c.window_s(), 300);
 }
 
@@ -202,11 +202,15 @@ TEST(Catalog, DefaultThresholdsCancellationsWindow) {
   EXPECT_FALSE(c.threshold_for(xid(79)));
   EXPECT_FALSE(c.threshold_for(xid(43)));
   EXPECT_FALSE(c.threshold_for(of(Kind::oom)));
-  ASSERT_EQ(c.cancellations().size(), 2u);
+  ASSERT_EQ(c.cancellations().size(), 4u);
   EXPECT_EQ(c.cancellations()[0].open, Kind::nfs_timeout);
   EXPECT_EQ(c.cancellations()[0].close, Kind::nfs_ok);
   EXPECT_EQ(c.cancellations()[1].open, Kind::net_carrier);
   EXPECT_EQ(c.cancellations()[1].close, Kind::net_link_up);
+  EXPECT_EQ(c.cancellations()[2].open, Kind::ib_port_down);  // probe kinds (cmaxd)
+  EXPECT_EQ(c.cancellations()[2].close, Kind::ib_port_up);
+  EXPECT_EQ(c.cancellations()[3].open, Kind::fs_hung);
+  EXPECT_EQ(c.cancellations()[3].close, Kind::fs_ok);
   EXPECT_EQ(c.window_s(), 300);
 }
 
@@ -389,7 +393,7 @@ TEST(CatalogCsv, FindsColumnsByName) {
   EXPECT_EQ(c->xid(901)->immediate_action, "SOMETHING_NEW");  // raw text kept
   EXPECT_EQ(c->action_for(xid(901)), Action::monitor);
   EXPECT_EQ(c->window_s(), 300);
-  EXPECT_EQ(c->cancellations().size(), 2u);
+  EXPECT_EQ(c->cancellations().size(), 4u);
 }
 
 TEST(CatalogCsv, ErrorsNameOriginAndLine) {
