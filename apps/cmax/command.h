@@ -23,6 +23,7 @@ Runner setup_run(CLI::App& sub);
 Runner setup_audit(CLI::App& sub);
 Runner setup_scan(CLI::App& sub);
 Runner setup_check(CLI::App& sub);
+Runner setup_drill(CLI::App& sub);
 Runner setup_version(CLI::App& sub);
 
 /// True when stdout is a terminal (colour, progress lines).

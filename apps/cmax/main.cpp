@@ -22,6 +22,7 @@ const Command kCommands[] = {
     {"audit", "Read-only audit against ClusterMAX criteria and version floors", setup_audit},
     {"scan", "Kernel-log signal engine: classify and correlate faults in logs or /dev/kmsg", setup_scan},
     {"check", "Quick node health verdict from the kernel log and probes; Slurm HealthCheckProgram mode", setup_check},
+    {"drill", "Fault drills: inject a GPU or node failure and time detection, drain and replacement", setup_drill},
     {"version", "Print the cmax version", setup_version},
 };
 

@@ -1,0 +1,403 @@
+// cmax drill: inject a synthetic GPU or node failure (the exact kernel lines, data/drills.json) and
+// time, black-box through Slurm, how the provider's stack reacts: detected -> drained -> replaced
+// -> returned. Nothing is injected without --nodes and --yes; the default prints the plan.
+// Exit codes: 0 every awaited stage within its threshold; 1 a stage slow or never reached; 3 usage
+// or environment error (nothing was injected).
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "apps/cmax/command.h"
+#include "audit/audit.h"
+#include "core/clock.h"
+#include "core/process.h"
+#include "drill/inject.h"
+#include "drill/reservation.h"
+#include "drill/scenario.h"
+#include "drill/timeline.h"
+#include "drill/watch.h"
+#include "report/run_dir.h"
+#include "sched/policy.h"
+#include "sched/slurm.h"
+
+namespace cmax::app {
+namespace {
+
+using json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+constexpr int kExitOk = 0, kExitStageFailed = 1, kExitEnv = audit::kExitUsage;
+
+struct DrillFlags {
+  std::string scenario, nodes, slurm_conf, reservation, inject = "auto", out, gpu, kmsg = "/dev/kmsg", run_dir;
+  bool yes = false, json = false, wait_return = false;
+  int max_nodes = 2, poll_ms = 20, scontrol_timeout_ms = 5000;
+  int detect_timeout_s = 900, drain_timeout_s = 1800, replace_timeout_s = 1800, return_timeout_s = 3600;
+  int detect_threshold_s = 60, drain_threshold_s = 300, replace_threshold_s = 900;
+  std::string drill_id;
+};
+
+int env_error(const std::string& msg) {
+  fmt::print(stderr, "cmax drill: {}\n", msg);
+  return kExitEnv;
+}
+
+std::string short_hostname() {
+  char buf[256] = {0};
+  if (::gethostname(buf, sizeof buf - 1) != 0) return "localhost";
+  std::string h = buf;
+  return h.substr(0, h.find('.'));
+}
+
+std::string new_drill_id() {
+  std::random_device rd;
+  return fmt::format("{:04x}", rd() & 0xffff);
+}
+
+Result<drill::Scenario> load_scenario(const std::string& id) {
+  auto all = drill::builtin_scenarios();
+  if (!all) return Unexpected<Error>{all.error()};
+  const drill::Scenario* s = drill::find_scenario(*all, id);
+  if (!s) {
+    std::string ids;
+    for (const auto& x : *all) ids += (ids.empty() ? "" : ", ") + x.id;
+    return fail("no scenario \"{}\": one of {} (cmax drill list)", id, ids);
+  }
+  return *s;
+}
+
+drill::Targets targets_for(const DrillFlags& f) {
+  drill::Targets t;
+  t.drill_id = f.drill_id;
+  if (!f.gpu.empty()) t.gpu = f.gpu;
+  return t;
+}
+
+std::vector<drill::KmsgLine> to_kmsg(const std::vector<drill::Step>& steps) {
+  std::vector<drill::KmsgLine> out;
+  for (const auto& s : steps) out.push_back({s.after_ms, s.level, s.line});
+  return out;
+}
+
+json state_json(const sched::NodeState& s) {
+  return {{"state", s.state}, {"reason", s.reason}};
+}
+
+// Injects on `node`: locally (this machine's /dev/kmsg) or through srun on the node itself.
+Result<std::vector<drill::Injected>> inject_on(const DrillFlags& f, const std::string& node,
+                                               const std::vector<drill::Step>& steps, Clock::time_point t0,
+                                               bool local) {
+  std::vector<drill::Injected> done;
+  if (local) {
+    if (auto r = drill::inject_kmsg(to_kmsg(steps), f.kmsg, t0, done); !r)
+      return fail("inject on {}: {} ({} of {} lines written)", node, r.error().message, done.size(), steps.size());
+    return done;
+  }
+  char self[4096] = {0};
+  ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+  std::string cmax = n > 0 ? std::string(self, static_cast<std::size_t>(n)) : "cmax";
+  core::ProcessSpec spec{{"srun", "--nodelist=" + node, "-N1", "-n1", "--quiet", cmax, "drill", "inject",
+                          "--scenario", f.scenario, "--drill-id", f.drill_id},
+                         std::chrono::seconds(60), 1u << 20};
+  if (!f.gpu.empty()) spec.argv.insert(spec.argv.end(), {"--gpu", f.gpu});
+  if (!f.slurm_conf.empty()) spec.extra_env.push_back("SLURM_CONF=" + f.slurm_conf);
+  auto r = core::run_process(spec);
+  if (!r) return fail("inject on {} through srun: {}", node, r.error().message);
+  if (r->timed_out || r->exit_code != 0)
+    return fail("inject on {} through srun: {}: {}", node, r->timed_out ? "timed out after 60 s" : "failed",
+                core::describe_argv(spec.argv));
+  // The remote side prints one JSON object per line written; its times are its own clock's.
+  std::istringstream in(r->out);
+  for (std::string line; std::getline(in, line);) {
+    auto j = json::parse(line, nullptr, false);
+    if (j.is_discarded() || !j.is_object()) continue;
+    done.push_back({j.value("t_unix", 0.0), std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t0).count(),
+                    j.value("level", 4), j.value("text", "")});
+  }
+  return done;
+}
+
+int run_drill(const DrillFlags& f0) {
+  DrillFlags f = f0;
+  if (f.drill_id.empty()) f.drill_id = new_drill_id();
+  auto scenario = load_scenario(f.scenario);
+  if (!scenario) return env_error(scenario.error().message);
+  auto steps = drill::render(*scenario, targets_for(f));
+  if (!steps) return env_error(steps.error().message);
+  if (f.nodes.empty()) return env_error("--nodes is required: name the nodes to drill (nothing is chosen for you)");
+  auto nodes = drill::expand_hostlist(f.nodes);
+  if (!nodes) return env_error(fmt::format("--nodes {}: {}", f.nodes, nodes.error().message));
+  if (nodes->empty()) return env_error("--nodes names no node");
+  if (static_cast<int>(nodes->size()) > f.max_nodes)
+    return env_error(fmt::format("--nodes names {} nodes; one drill may touch at most {} (--max-nodes)", nodes->size(),
+                                 f.max_nodes));
+  for (const auto& n : *nodes)
+    if (auto r = sched::check_node_name(n); !r) return env_error(fmt::format("--nodes: {}", r.error().message));
+
+  sched::SlurmScheduler slurm({f.slurm_conf, std::chrono::milliseconds(f.scontrol_timeout_ms), false});
+  const std::string here = short_hostname();
+  auto is_local = [&](const std::string& node) { return f.inject == "local" || (f.inject == "auto" && node == here); };
+
+  // The plan, always; without --yes it is all that happens.
+  if (!f.yes || !f.json) {
+    fmt::print("drill {} ({}): {} on {}{}\n", f.drill_id, scenario->id, scenario->title, fmt::join(*nodes, ", "),
+               f.yes ? "" : " -- plan only; add --yes to inject");
+    for (const auto& n : *nodes)
+      for (const auto& s : *steps)
+        fmt::print("  {} +{} ms <{}> {}  ({})\n", n, s.after_ms, s.level, s.line, is_local(n) ? "local /dev/kmsg" : "srun");
+    fmt::print("  then watch Slurm every {} ms: detected (threshold {} s), drained ({} s){}{}\n", f.poll_ms,
+               f.detect_threshold_s, f.drain_threshold_s,
+               f.reservation.empty() ? "" : fmt::format(", replaced in reservation {} ({} s)", f.reservation, f.replace_threshold_s),
+               f.wait_return ? ", returned to service" : "");
+  }
+  if (!f.yes) return kExitOk;
+
+  // Everything is checked before anything is injected: a drill changes nothing when it cannot run.
+  std::vector<sched::NodeState> before;
+  for (const auto& n : *nodes) {
+    auto s = slurm.node_state(n);
+    if (!s) return env_error(fmt::format("{}; nothing was injected", s.error().message));
+    if (s->drain_flag() || s->down())
+      return env_error(fmt::format("node {} is already out of service ({}{}): a drill there measures nothing; "
+                                   "nothing was injected",
+                                   n, s->state, s->reason.empty() ? "" : ", reason \"" + s->reason + "\""));
+    before.push_back(*s);
+  }
+  if (!f.reservation.empty())
+    if (auto r = drill::read_reservation(slurm.options(), f.reservation); !r)
+      return env_error(fmt::format("{}; nothing was injected", r.error().message));
+  if (auto w = drill::devkmsg_ratelimit_warning(steps->size()); !w.empty() && std::any_of(nodes->begin(), nodes->end(), is_local))
+    fmt::print(stderr, "cmax drill: warning: {}\n", w);
+
+  const std::string dir = f.out.empty()
+                              ? report::default_run_dir(core::format_utc_compact(core::SystemClock().now()) + "-drill")
+                              : f.out;
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return env_error(fmt::format("create {}: {}", dir, ec.message()));
+  std::ofstream audit_log(std::filesystem::path(dir) / "injected.jsonl", std::ios::app);
+  if (!audit_log) return env_error(fmt::format("open {}/injected.jsonl: cannot write the audit record", dir));
+
+  drill::StageThresholds thresholds;
+  thresholds.detected = std::chrono::seconds(f.detect_threshold_s);
+  thresholds.drained = std::chrono::seconds(f.drain_threshold_s);
+  thresholds.replaced = std::chrono::seconds(f.replace_threshold_s);
+  drill::StageTimeouts timeouts{std::chrono::seconds(f.detect_timeout_s), std::chrono::seconds(f.drain_timeout_s),
+                                std::chrono::seconds(f.replace_timeout_s), std::chrono::seconds(f.return_timeout_s)};
+
+  json report{{"schema", "cmax.drill/1"},
+              {"drill_id", f.drill_id},
+              {"scenario", scenario->id},
+              {"title", scenario->title},
+              {"expect", signals::to_string(scenario->expect)},
+              {"poll_ms", f.poll_ms},
+              {"reservation", f.reservation.empty() ? json(nullptr) : json(f.reservation)},
+              {"nodes", json::array()}};
+  int exit_code = kExitOk;
+  for (std::size_t i = 0; i < nodes->size(); ++i) {
+    const std::string& node = (*nodes)[i];
+    drill::WatchOptions wo{node, f.reservation.empty() ? std::nullopt : std::optional<std::string>(f.reservation),
+                           std::chrono::milliseconds(f.poll_ms), timeouts, f.wait_return};
+    auto t0 = Clock::now();
+    auto baseline = drill::observe(slurm, wo, t0);
+    if (!baseline) return env_error(baseline.error().message);
+    // The injection's own time is t = 0 for every stage.
+    t0 = Clock::now();
+    baseline->t_start = baseline->t_end = std::chrono::microseconds(0);
+    auto injected = inject_on(f, node, *steps, t0, is_local(node));
+    json node_json{{"node", node}, {"inject", is_local(node) ? "local" : "srun"}, {"before", state_json(before[i])}};
+    if (!injected) {
+      node_json["error"] = injected.error().message;
+      report["nodes"].push_back(node_json);
+      exit_code = kExitEnv;
+      continue;
+    }
+    for (const auto& l : *injected) {
+      json a{{"drill_id", f.drill_id}, {"node", node}, {"t_unix", l.t_unix}, {"level", l.level}, {"text", l.text}};
+      audit_log << a.dump() << "\n";
+      node_json["injected"].push_back({{"t_us", l.t_us}, {"t_unix", l.t_unix}, {"level", l.level}, {"text", l.text}});
+    }
+    audit_log.flush();
+    int failed_polls = 0;
+    std::stop_source never;
+    auto seen = drill::watch(slurm, wo, *baseline, t0, never.get_token(), failed_polls);
+    auto stages = drill::compute_stages(*baseline, seen, thresholds, timeouts);
+    if (!stages) return env_error(stages.error().message);
+    double worst_uncertainty = 0;
+    for (const auto& st : *stages) {
+      const bool awaited = st.stage == drill::Stage::kDetected || st.stage == drill::Stage::kDrained ||
+                           (st.stage == drill::Stage::kReplaced && !f.reservation.empty()) ||
+                           (st.stage == drill::Stage::kReturned && f.wait_return);
+      json sj{{"stage", st.name},     {"reached", st.reached}, {"at_ms", st.at_ms}, {"lower_ms", st.lower_ms},
+              {"uncertainty_ms", st.uncertainty_ms}, {"verdict", drill::verdict_name(st.verdict)},
+              {"threshold_ms", st.threshold_ms ? json(*st.threshold_ms) : json(nullptr)}, {"awaited", awaited}};
+      node_json["stages"].push_back(sj);
+      if (st.reached) worst_uncertainty = std::max(worst_uncertainty, st.uncertainty_ms);
+      if (awaited && st.verdict != drill::Verdict::kOk && exit_code == kExitOk) exit_code = kExitStageFailed;
+    }
+    node_json["polls"] = seen.size();
+    node_json["failed_polls"] = failed_polls;
+    node_json["max_uncertainty_ms"] = worst_uncertainty;
+    node_json["after"] = seen.empty() ? json(nullptr) : state_json(seen.back().target);
+    report["nodes"].push_back(node_json);
+  }
+  report["exit_code"] = exit_code;
+  {
+    std::ofstream out(std::filesystem::path(dir) / "drill.json");
+    out << report.dump(2) << "\n";
+    if (!out) return env_error(fmt::format("write {}/drill.json", dir));
+  }
+  if (f.json) {
+    fmt::print("{}\n", report.dump(2));
+  } else {
+    for (const auto& n : report["nodes"]) {
+      fmt::print("{}:\n", n["node"].get<std::string>());
+      if (n.contains("error")) {
+        fmt::print("  error: {}\n", n["error"].get<std::string>());
+        continue;
+      }
+      for (const auto& st : n["stages"]) {
+        if (!st["awaited"].get<bool>()) continue;
+        if (st["reached"].get<bool>())
+          fmt::print("  {:<9} {:>10.1f} ms  (+/- {:.1f} ms)  {}\n", st["stage"].get<std::string>(), st["at_ms"].get<double>(),
+                     st["uncertainty_ms"].get<double>() / 2, st["verdict"].get<std::string>());
+        else
+          fmt::print("  {:<9} {:>13}  {}\n", st["stage"].get<std::string>(), "-", st["verdict"].get<std::string>());
+      }
+      if (!n["after"].is_null())
+        fmt::print("  now: {} {}\n", n["after"]["state"].get<std::string>(), n["after"]["reason"].get<std::string>());
+    }
+    fmt::print("run directory: {} (drill.json, injected.jsonl); cmax drill cleanup --run {} --yes restores the nodes\n",
+               dir, dir);
+  }
+  return exit_code;
+}
+
+// The node-side injector srun runs: writes the scenario's lines and prints each as JSON.
+int run_inject(const DrillFlags& f) {
+  auto scenario = load_scenario(f.scenario);
+  if (!scenario) return env_error(scenario.error().message);
+  auto steps = drill::render(*scenario, targets_for(f));
+  if (!steps) return env_error(steps.error().message);
+  std::vector<drill::Injected> done;
+  auto r = drill::inject_kmsg(to_kmsg(*steps), f.kmsg, Clock::now(), done);
+  for (const auto& l : done)
+    fmt::print("{}\n", json{{"t_unix", l.t_unix}, {"level", l.level}, {"text", l.text}}.dump());
+  if (!r) return env_error(r.error().message);
+  return kExitOk;
+}
+
+// Puts back what a drill changed: nodes in service before it and held now are resumed.
+int run_cleanup(const DrillFlags& f) {
+  std::ifstream in(std::filesystem::path(f.run_dir) / "drill.json");
+  if (!in) return env_error(fmt::format("open {}/drill.json: not a drill's run directory", f.run_dir));
+  auto report = json::parse(in, nullptr, false);
+  if (report.is_discarded() || report.value("schema", "") != "cmax.drill/1")
+    return env_error(fmt::format("{}/drill.json: not a cmax.drill/1 report", f.run_dir));
+  sched::SlurmScheduler slurm({f.slurm_conf, std::chrono::milliseconds(f.scontrol_timeout_ms), !f.yes});
+  int code = kExitOk;
+  for (const auto& n : report["nodes"]) {
+    const std::string node = n.value("node", "");
+    const std::string before = n.contains("before") ? n["before"].value("state", "") : "";
+    auto now = slurm.node_state(node);
+    if (!now) {
+      fmt::print("{}: {}\n", node, now.error().message);
+      code = kExitEnv;
+      continue;
+    }
+    if (!now->drain_flag() && !now->down()) {
+      fmt::print("{}: in service ({}): nothing to restore\n", node, now->state);
+      continue;
+    }
+    // The drill's detector set the reason, not cmax: resuming needs force, and is what was asked.
+    auto r = slurm.resume(node, sched::Force::kYes);
+    if (!r) {
+      fmt::print("{}: {}\n", node, r.error().message);
+      code = kExitEnv;
+      continue;
+    }
+    fmt::print("{}: {} -> {} ({}){}\n", node, now->state, before.empty() ? "in service" : before,
+               now->reason.empty() ? "no reason" : now->reason, r->dry_run ? ": plan only; add --yes to resume" : ": resumed");
+  }
+  return code;
+}
+
+}  // namespace
+
+Runner setup_drill(CLI::App& sub) {
+  auto f = std::make_shared<DrillFlags>();
+  sub.description(
+      "Fault drills: write into the kernel ring buffer the exact lines a failing GPU or node prints\n"
+      "(data/drills.json; docs/drills.md), then time through Slurm, black-box, how the provider's stack\n"
+      "reacts: injected -> detected (DRAIN/DOWN or a new reason) -> drained (nothing running) -> replaced (a\n"
+      "spare joined --reservation) -> returned (back in service, with --wait-return). Each stage has a\n"
+      "timeout and a verdict; 'never' is a result. Times carry their uncertainty: the event happened\n"
+      "between the last poll that did not see it and the first that did.\n\n"
+      "Nothing is injected without --nodes and --yes; without --yes the plan is printed. A drill refuses\n"
+      "nodes already out of service, unknown nodes, or an unreachable slurmctld, and then changes nothing.\n"
+      "Exit codes: 0 every awaited stage within its threshold; 1 a stage slow or never; 3 usage or\n"
+      "environment error.");
+  sub.require_subcommand(1);
+  auto common = [f](CLI::App* c) {
+    c->add_option("--slurm-conf", f->slurm_conf, "slurm.conf for scontrol and srun (SLURM_CONF)");
+    c->add_option("--scontrol-timeout-ms", f->scontrol_timeout_ms, "Deadline of each scontrol call")->capture_default_str();
+  };
+  auto* list = sub.add_subcommand("list", "List the scenarios");
+  auto* run = sub.add_subcommand("run", "Inject a scenario on --nodes and time the reaction");
+  run->add_option("--scenario", f->scenario, "Scenario id (cmax drill list)")->required();
+  run->add_option("--nodes", f->nodes, "Target nodes, a Slurm hostlist (n1,n2 or n[1-2])");
+  run->add_flag("--yes", f->yes, "Inject for real (without it: print the plan)");
+  run->add_option("--max-nodes", f->max_nodes, "The most nodes one drill may touch")->capture_default_str();
+  run->add_option("--reservation", f->reservation,
+                  "A reservation to watch for the replacement (e.g. Flags=REPLACE_DOWN with spares)");
+  run->add_option("--inject", f->inject,
+                  "'local' (this machine's /dev/kmsg), 'srun' (srun --nodelist on the node), or 'auto' (local for\n"
+                  "this host's own name, else srun)")
+      ->check(CLI::IsMember({"auto", "local", "srun"}))
+      ->capture_default_str();
+  run->add_option("--gpu", f->gpu, "The GPU's PCI function to name in the lines (default 0000:3b:00.0)");
+  run->add_option("--drill-id", f->drill_id, "Names this drill in lines that carry a process name (default: random)");
+  run->add_option("--poll-ms", f->poll_ms, "Pause between polls of Slurm")->capture_default_str();
+  run->add_option("--detect-threshold-s", f->detect_threshold_s, "Detected within this is ok")->capture_default_str();
+  run->add_option("--drain-threshold-s", f->drain_threshold_s, "Drained within this is ok")->capture_default_str();
+  run->add_option("--replace-threshold-s", f->replace_threshold_s, "Replaced within this is ok")->capture_default_str();
+  run->add_option("--detect-timeout-s", f->detect_timeout_s, "Not detected by then: never")->capture_default_str();
+  run->add_option("--drain-timeout-s", f->drain_timeout_s, "Not drained by then: never")->capture_default_str();
+  run->add_option("--replace-timeout-s", f->replace_timeout_s, "Not replaced by then: never")->capture_default_str();
+  run->add_flag("--wait-return", f->wait_return, "Also wait for the node to return to service (an operator's resume)");
+  run->add_option("--return-timeout-s", f->return_timeout_s, "Not returned by then: never")->capture_default_str();
+  run->add_option("--out", f->out, "Run directory (default ~/.cmax/runs/<UTC timestamp>-drill/)");
+  run->add_option("--kmsg", f->kmsg, "Kernel log device for local injection")->capture_default_str();
+  run->add_flag("--json", f->json, "Print {\"schema\": \"cmax.drill/1\", ...} (docs/drills.md)");
+  common(run);
+  auto* inject = sub.add_subcommand("inject", "Write a scenario's lines into this machine's /dev/kmsg (what srun runs)");
+  inject->add_option("--scenario", f->scenario, "Scenario id")->required();
+  inject->add_option("--drill-id", f->drill_id, "Drill id")->required();
+  inject->add_option("--gpu", f->gpu, "The GPU's PCI function");
+  inject->add_option("--kmsg", f->kmsg, "Kernel log device")->capture_default_str();
+  auto* cleanup = sub.add_subcommand("cleanup", "Return the nodes a drill took out of service (--yes to do it)");
+  cleanup->add_option("--run", f->run_dir, "The drill's run directory")->required();
+  cleanup->add_flag("--yes", f->yes, "Resume for real (without it: print what would be resumed)");
+  common(cleanup);
+  return [f, list, run, inject, cleanup]() -> int {
+    if (list->parsed()) {
+      auto all = drill::builtin_scenarios();
+      if (!all) return env_error(all.error().message);
+      for (const auto& s : *all)
+        fmt::print("{:<16} {:<12} {}\n", s.id, signals::to_string(s.expect), s.title);
+      return kExitOk;
+    }
+    if (run->parsed()) return run_drill(*f);
+    if (inject->parsed()) return run_inject(*f);
+    if (cleanup->parsed()) return run_cleanup(*f);
+    return kExitEnv;
+  };
+}
+
+}  // namespace cmax::app

@@ -1,0 +1,41 @@
+#pragma once
+// The drill's watcher: polls Slurm black-box (the target node's state, and a reservation when one
+// is watched) from the injection on, until every stage it waits for is seen or timed out. The
+// timings come from drill/timeline.h over what it observed.
+
+#include <chrono>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <vector>
+
+#include "core/result.h"
+#include "drill/timeline.h"
+#include "sched/slurm.h"
+
+namespace cmax::drill {
+
+struct WatchOptions {
+  std::string node;                        ///< the target
+  std::optional<std::string> reservation;  ///< e.g. a REPLACE_DOWN reservation holding spares
+  std::chrono::milliseconds poll{20};      ///< pause between polls; each poll's own time adds to it
+  StageTimeouts timeouts;
+  bool wait_return = false;  ///< keep polling after the other stages for "returned" (an operator's resume)
+};
+
+/// Reads the target (and the reservation) once: the drill's baseline and each poll. t_start and
+/// t_end are relative to `t0`. An error when the node cannot be read.
+Result<Observation> observe(sched::SlurmScheduler& slurm, const WatchOptions& options,
+                            std::chrono::steady_clock::time_point t0);
+
+/// Polls from now until the stages it waits for (detected, drained, replaced when a reservation is
+/// watched, returned when asked) are all seen, or their timeouts pass, or `stop` is requested. A
+/// poll that fails (slurmctld briefly unreachable) is skipped and counted in `failed_polls`; the
+/// observations so far are always returned.
+std::vector<Observation> watch(sched::SlurmScheduler& slurm, const WatchOptions& options, const Observation& baseline,
+                               std::chrono::steady_clock::time_point t0, std::stop_token stop, int& failed_polls);
+
+/// `scontrol -o show reservation NAME` through `slurm`'s options (conf, timeout).
+Result<Reservation> read_reservation(const sched::SlurmOptions& options, const std::string& name);
+
+}  // namespace cmax::drill

@@ -1,0 +1,231 @@
+// cmax drill on a real Slurm cluster on this machine (four nodes and two spares, a REPLACE_DOWN
+// reservation), against three detectors: cmaxd, the common provider setup (a HealthCheckProgram
+// shell script that greps dmesg, run by slurmd every few seconds), and none. All "nodes" here share
+// one kernel ring buffer, so the health check script acts only for the node the test targets, as a
+// per-node dmesg would; cmaxd runs for the target node only.
+
+#include <gtest/gtest.h>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <regex>
+#include <thread>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "core/process.h"
+#include "support/daemon.h"
+#include "support/kmsg.h"
+#include "support/slurm_cluster.h"
+
+namespace {
+
+using json = nlohmann::json;
+using namespace std::chrono_literals;
+using cmax::test::SlurmCluster;
+
+struct DrillRun {
+  int exit_code = -1;
+  json report;
+  std::string out, err;
+  double wall_ms = 0;
+  std::string dir;  ///< the drill's run directory
+};
+
+DrillRun drill(SlurmCluster& c, const std::vector<std::string>& extra, std::string conf = "") {
+  const std::string dir = (c.dir() / fmt::format("drill-{}", std::rand())).string();
+  std::vector<std::string> argv{CMAX_BIN, "drill", "run", "--slurm-conf", conf.empty() ? c.conf_path() : conf, "--inject", "local",
+                                "--json", "--out", dir};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  auto t0 = std::chrono::steady_clock::now();
+  auto r = cmax::core::run_process({argv, 120s, 8u << 20, {}});
+  DrillRun d;
+  d.dir = dir;
+  d.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_TRUE(r) << r.error().message;
+  if (!r) return d;
+  d.exit_code = r->exit_code;
+  d.out = r->out;
+  d.err = r->err;
+  d.report = json::parse(r->out, nullptr, false);
+  return d;
+}
+
+const json* stage(const json& report, const std::string& name) {
+  if (!report.is_object() || report["nodes"].empty()) return nullptr;
+  for (const auto& s : report["nodes"][0]["stages"])
+    if (s["stage"] == name) return &s;
+  return nullptr;
+}
+
+// A REPLACE_DOWN reservation of NodeCnt=2: Slurm picks the first idle nodes (n1, n2 here; 22.05
+// refuses an explicit Nodes= list with REPLACE_DOWN) and refills it from idle nodes when one fails.
+std::string make_reservation(SlurmCluster& c) {
+  auto r = c.scontrol({"create", "reservation", "ReservationName=drill", "StartTime=now", "Duration=60",
+                       "Users=root", "NodeCnt=2", "Flags=REPLACE_DOWN"});
+  if (!r) return r.error().message;
+  return r->exit_code == 0 ? "" : r->out + r->err;
+}
+
+class Drill : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (auto why = SlurmCluster::unavailable()) GTEST_SKIP() << *why;
+    if (::access("/dev/kmsg", W_OK) != 0) GTEST_SKIP() << "needs root to write /dev/kmsg";
+  }
+};
+
+TEST_F(Drill, CmaxdDetectsDrainsAndTheReservationReplacesTheNode) {
+  auto c = SlurmCluster::start({.nodes = 4, .spares = 2});
+  ASSERT_TRUE(c) << c.error().message;
+  auto& cluster = **c;
+  const std::string why = make_reservation(cluster);
+  ASSERT_EQ(why, "");
+  auto res = cluster.scontrol({"-o", "show", "reservation", "drill"});
+  ASSERT_TRUE(res && res->out.find("Nodes=n[1-2]") != std::string::npos) << (res ? res->out : "");
+  auto agent = cmax::test::Daemon::start({CMAXD_BIN, "--node", "n1", "--db", (cluster.dir() / "cmaxd.db").string(),
+                                          "--slurm-conf", cluster.conf_path(), "--from-now", "--metrics-listen", "",
+                                          "--no-nvml", "--no-ib", "--fleet-max-percent", "50"},
+                                         {}, cluster.dir() / "cmaxd.log");
+  ASSERT_TRUE(agent) << agent.error().message;
+  std::this_thread::sleep_for(500ms);  // cmaxd is reading the log from here on
+  auto d = drill(cluster, {"--scenario", "xid79", "--nodes", "n1", "--yes", "--reservation", "drill",
+                           "--detect-timeout-s", "10", "--drain-timeout-s", "10", "--replace-timeout-s", "15"});
+  ASSERT_TRUE(d.report.is_object()) << d.out << d.err;
+  const json* detected = stage(d.report, "detected");
+  const json* drained = stage(d.report, "drained");
+  const json* replaced = stage(d.report, "replaced");
+  ASSERT_TRUE(detected && drained && replaced) << d.report.dump(2);
+  EXPECT_TRUE((*detected)["reached"].get<bool>()) << d.report.dump(2);
+  EXPECT_TRUE((*drained)["reached"].get<bool>()) << d.report.dump(2);
+  EXPECT_TRUE((*replaced)["reached"].get<bool>()) << d.report.dump(2);
+  EXPECT_EQ(d.exit_code, 0) << d.report.dump(2);
+  EXPECT_LT((*detected)["at_ms"].get<double>(), 2000);
+  EXPECT_EQ(d.report["nodes"][0]["after"]["reason"].get<std::string>().rfind("cmax: ", 0), 0u);
+  EXPECT_FALSE(d.report["nodes"][0]["injected"].empty());
+  std::printf("[ measure  ] drill with cmaxd: detected %.1f ms (+/- %.1f), drained %.1f ms, replaced %.1f ms; "
+              "largest uncertainty %.1f ms; whole drill %.0f ms\n",
+              (*detected)["at_ms"].get<double>(), (*detected)["uncertainty_ms"].get<double>() / 2,
+              (*drained)["at_ms"].get<double>(), (*replaced)["at_ms"].get<double>(),
+              d.report["nodes"][0]["max_uncertainty_ms"].get<double>(), d.wall_ms);
+  // The audit record holds every injected line, with the drill's id.
+  std::ifstream audit(std::filesystem::path(d.dir) / "injected.jsonl");
+  std::size_t lines = 0;
+  for (std::string line; std::getline(audit, line);) {
+    auto j = json::parse(line, nullptr, false);
+    ASSERT_FALSE(j.is_discarded()) << line;
+    EXPECT_EQ(j["drill_id"], d.report["drill_id"]);
+    ++lines;
+  }
+  EXPECT_EQ(lines, d.report["nodes"][0]["injected"].size());
+  // Cleanup puts the node back (the plan first: without --yes nothing changes).
+  agent->stop();
+  auto plan = cmax::core::run_process(
+      {{CMAX_BIN, "drill", "cleanup", "--run", d.dir, "--slurm-conf", cluster.conf_path()}, 30s, 1u << 20, {}});
+  ASSERT_TRUE(plan);
+  EXPECT_NE(plan->out.find("plan only"), std::string::npos) << plan->out << plan->err;
+  ASSERT_TRUE(cluster.state("n1")->drain_flag());
+  auto clean = cmax::core::run_process(
+      {{CMAX_BIN, "drill", "cleanup", "--run", d.dir, "--slurm-conf", cluster.conf_path(), "--yes"}, 30s, 1u << 20, {}});
+  ASSERT_TRUE(clean);
+  EXPECT_EQ(clean->exit_code, 0) << clean->out << clean->err;
+  auto back = cluster.wait_for("n1", [](const cmax::sched::NodeState& n) { return !n.drain_flag(); }, 5s);
+  EXPECT_TRUE(back) << clean->out;
+}
+
+TEST_F(Drill, AHealthCheckScriptThatGrepsDmesgIsTimedToo) {
+  // The common provider setup: slurmd runs a script every few seconds that greps dmesg for Xids and
+  // drains its own node. It acts only for the node named in `target` (one shared ring buffer here).
+  const auto dir = std::filesystem::temp_directory_path() / fmt::format("cmax-hc-{}", ::getpid());
+  std::filesystem::create_directories(dir);
+  const auto script = dir / "healthcheck.sh";
+  const auto target = dir / "target";
+  {
+    std::ofstream out(script);
+    // slurmd runs it with a bare environment: absolute paths, and slurm.conf from a file the test
+    // writes once the cluster (and so its slurm.conf) exists.
+    out << "#!/bin/sh\n"
+           "[ \"$(cat " << target.string() << " 2>/dev/null)\" = \"$SLURMD_NODENAME\" ] || exit 0\n"
+           "SLURM_CONF=$(cat " << (dir / "conf").string() << ") && export SLURM_CONF || exit 0\n"
+           "if /usr/bin/dmesg | /usr/bin/grep -q \"NVRM: Xid.*name=cmaxdrill-hc01\"; then\n"
+           "  /usr/bin/scontrol update NodeName=\"$SLURMD_NODENAME\" State=DRAIN Reason=\"NHC: GPU Xid in dmesg\"\n"
+           "fi\n";
+  }
+  ::chmod(script.c_str(), 0755);
+  std::ofstream(target) << "n3";
+  auto c = SlurmCluster::start({.nodes = 4, .spares = 2,
+                                .extra_conf = {"HealthCheckProgram=" + script.string(), "HealthCheckInterval=2",
+                                               "HealthCheckNodeState=ANY"}});
+  ASSERT_TRUE(c) << c.error().message;
+  auto& cluster = **c;
+  std::ofstream(dir / "conf") << cluster.conf_path();
+  auto d = drill(cluster, {"--scenario", "xid79", "--nodes", "n3", "--yes", "--drill-id", "hc01",
+                           "--detect-timeout-s", "20", "--drain-timeout-s", "20"});
+  std::filesystem::remove_all(dir);
+  ASSERT_TRUE(d.report.is_object()) << d.out << d.err;
+  const json* detected = stage(d.report, "detected");
+  ASSERT_TRUE(detected);
+  EXPECT_TRUE((*detected)["reached"].get<bool>()) << d.report.dump(2);
+  EXPECT_EQ(d.report["nodes"][0]["after"]["reason"], "NHC: GPU Xid in dmesg");
+  std::printf("[ measure  ] drill with a HealthCheckProgram script every 2 s: detected %.1f ms (+/- %.1f)\n",
+              (*detected)["at_ms"].get<double>(), (*detected)["uncertainty_ms"].get<double>() / 2);
+}
+
+TEST_F(Drill, NoDetectorIsNeverDetectedAfterTheTimeout) {
+  auto c = SlurmCluster::start({.nodes = 4, .spares = 2});
+  ASSERT_TRUE(c) << c.error().message;
+  auto d = drill(**c, {"--scenario", "xid79", "--nodes", "n2", "--yes", "--detect-timeout-s", "2"});
+  ASSERT_TRUE(d.report.is_object()) << d.out << d.err;
+  const json* detected = stage(d.report, "detected");
+  ASSERT_TRUE(detected);
+  EXPECT_FALSE((*detected)["reached"].get<bool>());
+  EXPECT_EQ((*detected)["verdict"], "never");
+  EXPECT_EQ(d.exit_code, 1);
+  EXPECT_LT(d.wall_ms, 6000);
+}
+
+TEST_F(Drill, RefusesADrainedNodeAnUnknownNodeAndAnUnreachableControllerAndChangesNothing) {
+  auto c = SlurmCluster::start({.nodes = 4});
+  ASSERT_TRUE(c) << c.error().message;
+  auto& cluster = **c;
+  ASSERT_TRUE(cluster.scontrol({"update", "NodeName=n4", "State=DRAIN", "Reason=maintenance"}));
+  const std::string pci = cmax::test::unique_pci();  // a GPU no other test names
+  auto refused = [&](const std::vector<std::string>& extra, const std::string& says) {
+    std::vector<std::string> args{"--scenario", "xid79", "--yes", "--gpu", pci + ".0"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    auto d = drill(cluster, args);
+    EXPECT_EQ(d.exit_code, 3) << d.out << d.err;
+    EXPECT_NE(d.err.find(says), std::string::npos) << d.err;
+    EXPECT_NE(d.err.find("nothing was injected"), std::string::npos) << d.err;
+  };
+  refused({"--nodes", "n4"}, "already out of service");
+  refused({"--nodes", "nosuchnode"}, "nosuchnode");
+  // The cluster's slurm.conf pointed at a port where nothing listens.
+  std::ifstream in(cluster.conf_path());
+  std::string conf((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  conf = std::regex_replace(conf, std::regex("SlurmctldPort=[0-9]+"),
+                            "SlurmctldPort=" + std::to_string(cluster.controller_port() + 97));
+  const auto dead = cluster.dir() / "unreachable.conf";
+  std::ofstream(dead) << conf;
+  {
+    auto d = drill(cluster, {"--scenario", "xid79", "--yes", "--nodes", "n1", "--scontrol-timeout-ms", "1500", "--gpu",
+                             pci + ".0"},
+                   dead.string());
+    EXPECT_EQ(d.exit_code, 3) << d.out << d.err;
+    EXPECT_NE(d.err.find("timed out"), std::string::npos) << d.err;
+  }
+  // Nothing reached the kernel log for that GPU.
+  auto scan = cmax::core::run_process({{CMAX_BIN, "check", "--act-on", "any", "--no-nvml", "--no-ib", "--json"}, 30s,
+                                       16u << 20, {}});
+  ASSERT_TRUE(scan);
+  EXPECT_EQ(scan->out.find(pci), std::string::npos) << "a refused drill wrote to the kernel log";
+  auto n4 = cluster.state("n4");
+  ASSERT_TRUE(n4);
+  EXPECT_EQ(n4->reason, "maintenance");
+}
+
+}  // namespace
