@@ -37,7 +37,7 @@ constexpr int kExitOk = 0, kExitStageFailed = 1, kExitEnv = audit::kExitUsage;
 struct DrillFlags {
   std::string scenario, nodes, slurm_conf, reservation, inject = "auto", out, gpu, kmsg = "/dev/kmsg", run_dir;
   bool yes = false, json = false, wait_return = false;
-  int max_nodes = 2, poll_ms = 20, scontrol_timeout_ms = 5000;
+  int max_nodes = 2, poll_ms = 5, scontrol_timeout_ms = 5000;
   int detect_timeout_s = 900, drain_timeout_s = 1800, replace_timeout_s = 1800, return_timeout_s = 3600;
   int detect_threshold_s = 60, drain_threshold_s = 300, replace_threshold_s = 900;
   std::string drill_id;
@@ -204,8 +204,9 @@ int run_drill(const DrillFlags& f0) {
     const std::string& node = (*nodes)[i];
     drill::WatchOptions wo{node, f.reservation.empty() ? std::nullopt : std::optional<std::string>(f.reservation),
                            std::chrono::milliseconds(f.poll_ms), timeouts, f.wait_return};
+    drill::Poller poller(slurm.options());
     auto t0 = Clock::now();
-    auto baseline = drill::observe(slurm, wo, t0);
+    auto baseline = poller.observe(wo, t0);
     if (!baseline) return env_error(baseline.error().message);
     // The injection's own time is t = 0 for every stage.
     t0 = Clock::now();
@@ -226,7 +227,7 @@ int run_drill(const DrillFlags& f0) {
     audit_log.flush();
     int failed_polls = 0;
     std::stop_source never;
-    auto seen = drill::watch(slurm, wo, *baseline, t0, never.get_token(), failed_polls);
+    auto seen = drill::watch(poller, wo, *baseline, t0, never.get_token(), failed_polls);
     auto stages = drill::compute_stages(*baseline, seen, thresholds, timeouts);
     if (!stages) return env_error(stages.error().message);
     double worst_uncertainty = 0;

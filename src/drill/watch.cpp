@@ -4,6 +4,7 @@
 
 #include "core/process.h"
 #include "core/strings.h"
+#include "sched/slurm_parse.h"
 
 namespace cmax::drill {
 namespace {
@@ -31,21 +32,36 @@ Result<Reservation> read_reservation(const sched::SlurmOptions& options, const s
   return res;
 }
 
-Result<Observation> observe(sched::SlurmScheduler& slurm, const WatchOptions& options, Clock::time_point t0) {
+Result<Observation> Poller::observe(const WatchOptions& options, Clock::time_point t0) {
+  if (!session_) {
+    auto s = ScontrolSession::start(options_.scontrol, options_.conf_path);
+    if (!s) return Unexpected<Error>{s.error()};
+    session_.emplace(std::move(*s));
+  }
+  std::vector<std::string> commands{"show node " + options.node};
+  if (options.reservation) commands.push_back("show reservation " + *options.reservation);
   Observation o;
   o.t_start = since(t0);
-  auto s = slurm.node_state(options.node);
-  if (!s) return Unexpected<Error>{s.error()};
-  o.target = std::move(*s);
-  if (options.reservation) {
-    auto r = read_reservation(slurm.options(), *options.reservation);
-    if (r) o.reservation = std::move(*r);  // a failed read teaches the reservation stages nothing this time
-  }
+  auto answers = session_->run(commands, options_.timeout);
   o.t_end = since(t0);
+  if (!answers) {
+    session_.reset();  // dead or stalled: the next poll starts a new one
+    return fail("read node {}: {}", options.node, answers.error().message);
+  }
+  auto join = [](const std::vector<std::string>& lines) {
+    std::string text;
+    for (const auto& l : lines) text += l + "\n";
+    return text;
+  };
+  auto node = sched::parse_scontrol_node(join((*answers)[0]));
+  if (!node) return fail("read node {}: {}", options.node, node.error().message);
+  o.target = std::move(*node);
+  if (options.reservation && answers->size() > 1)
+    if (auto r = parse_scontrol_reservation(join((*answers)[1]))) o.reservation = std::move(*r);
   return o;
 }
 
-std::vector<Observation> watch(sched::SlurmScheduler& slurm, const WatchOptions& options, const Observation& baseline,
+std::vector<Observation> watch(Poller& poller, const WatchOptions& options, const Observation& baseline,
                                Clock::time_point t0, std::stop_token stop, int& failed_polls) {
   std::vector<Observation> seen;
   // The longest any awaited stage may still come.
@@ -56,7 +72,7 @@ std::vector<Observation> watch(sched::SlurmScheduler& slurm, const WatchOptions&
   auto last_start = std::chrono::microseconds(-1);
   while (!stop.stop_requested() && last_start < horizon) {
     const auto poll_start = since(t0);
-    auto o = observe(slurm, options, t0);
+    auto o = poller.observe(options, t0);
     last_start = poll_start;  // a failed poll moves time on too: an unreachable controller ends the watch
     if (o) {
       seen.push_back(std::move(*o));

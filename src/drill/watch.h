@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/result.h"
+#include "drill/scontrol_session.h"
 #include "drill/timeline.h"
 #include "sched/slurm.h"
 
@@ -18,21 +19,30 @@ namespace cmax::drill {
 struct WatchOptions {
   std::string node;                        ///< the target
   std::optional<std::string> reservation;  ///< e.g. a REPLACE_DOWN reservation holding spares
-  std::chrono::milliseconds poll{20};      ///< pause between polls; each poll's own time adds to it
+  std::chrono::milliseconds poll{5};       ///< pause between polls; each poll's own time adds to it
   StageTimeouts timeouts;
   bool wait_return = false;  ///< keep polling after the other stages for "returned" (an operator's resume)
 };
 
-/// Reads the target (and the reservation) once: the drill's baseline and each poll. t_start and
-/// t_end are relative to `t0`. An error when the node cannot be read.
-Result<Observation> observe(sched::SlurmScheduler& slurm, const WatchOptions& options,
-                            std::chrono::steady_clock::time_point t0);
+/// Polls Slurm through one long-lived scontrol (drill/scontrol_session.h), restarting it when it
+/// dies or stalls.
+class Poller {
+ public:
+  explicit Poller(sched::SlurmOptions options) : options_(std::move(options)) {}
+  /// Reads the target (and the reservation) once: the drill's baseline and each poll. t_start and
+  /// t_end are relative to `t0`. An error when the node cannot be read.
+  Result<Observation> observe(const WatchOptions& options, std::chrono::steady_clock::time_point t0);
+
+ private:
+  sched::SlurmOptions options_;
+  std::optional<ScontrolSession> session_;
+};
 
 /// Polls from now until the stages it waits for (detected, drained, replaced when a reservation is
 /// watched, returned when asked) are all seen, or their timeouts pass, or `stop` is requested. A
 /// poll that fails (slurmctld briefly unreachable) is skipped and counted in `failed_polls`; the
 /// observations so far are always returned.
-std::vector<Observation> watch(sched::SlurmScheduler& slurm, const WatchOptions& options, const Observation& baseline,
+std::vector<Observation> watch(Poller& poller, const WatchOptions& options, const Observation& baseline,
                                std::chrono::steady_clock::time_point t0, std::stop_token stop, int& failed_polls);
 
 /// `scontrol -o show reservation NAME` through `slurm`'s options (conf, timeout).
