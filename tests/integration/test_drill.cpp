@@ -229,3 +229,28 @@ TEST_F(Drill, RefusesADrainedNodeAnUnknownNodeAndAnUnreachableControllerAndChang
 }
 
 }  // namespace
+
+namespace {
+
+// Injection through srun on the target node (how a drill reaches a remote node), here with the
+// one-host cluster's slurmd running the step.
+TEST_F(Drill, InjectsThroughSrunOnTheTargetNode) {
+  if (!cmax::test::find_system_program("srun")) GTEST_SKIP() << "srun is not installed";
+  auto c = SlurmCluster::start({.nodes = 2});
+  ASSERT_TRUE(c) << c.error().message;
+  auto& cluster = **c;
+  const std::string dir = (cluster.dir() / "drill-srun").string();
+  auto r = cmax::core::run_process({{CMAX_BIN, "drill", "run", "--slurm-conf", cluster.conf_path(), "--inject", "srun",
+                                     "--json", "--out", dir, "--scenario", "nfs-timeout", "--nodes", "n2", "--yes",
+                                     "--detect-timeout-s", "1"},
+                                    60s, 8u << 20, {"SLURM_CONF=" + cluster.conf_path()}});
+  ASSERT_TRUE(r);
+  auto report = json::parse(r->out, nullptr, false);
+  ASSERT_TRUE(report.is_object()) << r->out << r->err;
+  ASSERT_FALSE(report["nodes"][0].contains("error")) << report.dump(2);
+  EXPECT_EQ(report["nodes"][0]["inject"], "srun");
+  ASSERT_FALSE(report["nodes"][0]["injected"].empty()) << report.dump(2);
+  EXPECT_NE(report["nodes"][0]["injected"][0]["text"].get<std::string>().find("not responding"), std::string::npos);
+}
+
+}  // namespace
