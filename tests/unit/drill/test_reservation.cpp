@@ -98,6 +98,70 @@ TEST(Hostlist, RefusesHugeExpansionsWithoutAllocatingThem) {
   }
 }
 
+TEST(Reservation, ReplaceDownAsCreated) {
+  auto r = parse_golden("replace_down.txt");
+  EXPECT_EQ(r.name, "drill");
+  EXPECT_EQ(r.nodes, (Names{"n1", "n2"}));
+  EXPECT_EQ(r.node_cnt, 2);
+  EXPECT_EQ(r.flags, Names{"REPLACE_DOWN"});
+  EXPECT_TRUE(r.has_flag("REPLACE_DOWN"));
+  EXPECT_EQ(r.state, "ACTIVE");
+  EXPECT_EQ(r.start_time, "2026-12-03T07:32:03");
+  EXPECT_EQ(r.end_time, "2026-12-03T08:32:03");
+  EXPECT_TRUE(r.contains("n1"));
+  EXPECT_FALSE(r.contains("n3"));
+}
+
+TEST(Reservation, MembersReplacedAfterDrainAndDown) {
+  auto drained = parse_golden("replace_down_after_drain.txt");
+  EXPECT_EQ(drained.nodes, (Names{"n2", "n3"}));
+  auto down = parse_golden("replace_down_after_down.txt");
+  EXPECT_EQ(down.nodes, (Names{"n3", "n4"}));
+  EXPECT_EQ(down.node_cnt, 2);
+  auto spare = parse_golden("replace_down_spare.txt");
+  EXPECT_EQ(spare.nodes, (Names{"n3", "n4", "spare1"}));
+  EXPECT_EQ(spare.node_cnt, 3);
+  EXPECT_TRUE(spare.contains("spare1"));
+}
+
+TEST(Reservation, EmptyAndSeveralFlags) {
+  auto none = parse_golden("no_flags.txt");
+  EXPECT_TRUE(none.flags.empty());
+  EXPECT_EQ(none.nodes, (Names{"n1", "n2"}));
+  auto both = parse_golden("static_replace_down_after_down.txt");
+  EXPECT_EQ(both.flags, (Names{"STATIC", "REPLACE_DOWN"}));
+  EXPECT_EQ(both.nodes, (Names{"n1", "n2"}));  // STATIC_ALLOC: nothing replaced
+}
+
+TEST(Reservation, NotFoundAndNoneAreErrorsThatSayWhatToDo) {
+  auto missing = parse_scontrol_reservation(golden("not_found.txt"));
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.error().message,
+            "Reservation drill not found: it ended or was deleted; create it again or check the name");
+  auto none = parse_scontrol_reservation(golden("no_reservations.txt"));
+  ASSERT_FALSE(none);
+  EXPECT_NE(none.error().message.find("create the reservation first"), std::string::npos)
+      << none.error().message;
+}
+
+TEST(Reservation, EveryTruncationOfARealLineIsAValueOrAnError) {
+  std::string line = golden("replace_down_spare.txt");
+  for (std::size_t n = 0; n <= line.size(); ++n) {
+    auto r = parse_scontrol_reservation(std::string_view(line).substr(0, n));
+    if (r) {
+      EXPECT_FALSE(r->name.empty());
+      EXPECT_FALSE(r->state.empty());
+    }
+  }
+  auto whole = parse_scontrol_reservation(line);
+  ASSERT_TRUE(whole);
+  EXPECT_EQ(whole->nodes.size(), 3u);
+  std::string bytes;
+  for (int i = 0; i < 4096; ++i) bytes.push_back(static_cast<char>((i * 7919) & 0xff));
+  EXPECT_FALSE(parse_scontrol_reservation(bytes));
+  EXPECT_FALSE(expand_hostlist(bytes));
+}
+
 TEST(Reservation, GarbageIsAClearError) {
   struct Case {
     const char* input;

@@ -148,7 +148,10 @@ TEST(DrillScenarios, EveryBuiltinScenarioReachesItsExpectedAction) {
     for (std::size_t i = 0; i < steps->size(); ++i) {
       EXPECT_EQ((*steps)[i].after_ms, s.steps[i].after_ms);
       EXPECT_EQ((*steps)[i].level, s.steps[i].level);
-      EXPECT_EQ((*steps)[i].line.find_first_of("{}\n"), std::string::npos) << (*steps)[i].line;
+      EXPECT_EQ((*steps)[i].line.find('\n'), std::string::npos) << (*steps)[i].line;
+      for (auto p : placeholder_names())
+        EXPECT_EQ((*steps)[i].line.find(fmt::format("{{{}}}", p)), std::string::npos)
+            << (*steps)[i].line;
     }
     EngineRun run = run_engine(*steps);
     ASSERT_FALSE(run.incidents.empty()) << "no line of " << s.id << " reaches the signal engine";
@@ -179,7 +182,9 @@ TEST(DrillScenarios, TargetsLandInTheFieldsDetectorsRead) {
       switch (i.kind) {
         case Kind::xid:
           EXPECT_EQ(i.device, "0000:b5:00");
-          if (!i.subject.empty()) EXPECT_EQ(i.subject, "cmaxdrill-z9");
+          if (!i.subject.empty()) {
+            EXPECT_EQ(i.subject, "cmaxdrill-z9");
+          }
           break;
         case Kind::sxid:
           EXPECT_EQ(i.device, "0000:05:00.0");
