@@ -76,8 +76,8 @@ Result<Pattern> parse_pattern(std::string_view name) {
     std::size_t j = 0;
     for (;;) {
       auto comma = inside.find(',', j);
-      auto r = parse_range(inside.substr(j, comma == std::string_view::npos ? inside.npos : comma - j),
-                           name);
+      auto r = parse_range(
+          inside.substr(j, comma == std::string_view::npos ? inside.npos : comma - j), name);
       if (!r) return Unexpected<Error>{r.error()};
       group.push_back(*r);
       if (comma == std::string_view::npos) break;
@@ -95,7 +95,8 @@ std::size_t longest(const Pattern& p) {
   for (const auto& group : p.groups) {
     std::size_t widest = 0;
     for (const auto& r : group)
-      widest = std::max({widest, static_cast<std::size_t>(r.width), fmt::formatted_size("{}", r.hi)});
+      widest =
+          std::max({widest, static_cast<std::size_t>(r.width), fmt::formatted_size("{}", r.hi)});
     n += widest;
   }
   return n;
@@ -162,7 +163,8 @@ std::vector<Field> split_fields(std::string_view line) {
 }
 
 const std::string* find(const std::vector<Field>& fields, std::string_view key) {
-  auto it = std::find_if(fields.begin(), fields.end(), [&](const Field& f) { return f.key == key; });
+  auto it =
+      std::find_if(fields.begin(), fields.end(), [&](const Field& f) { return f.key == key; });
   return it == fields.end() ? nullptr : &it->value;
 }
 
@@ -204,7 +206,8 @@ Result<std::vector<std::string>> expand_hostlist(std::string_view hostlist) {
     patterns.push_back(std::move(*p));
     if (j == hostlist.size()) break;
     i = j + 1;
-    if (i == hostlist.size()) return fail("hostlist \"{}\" ends in a comma", core::clip(hostlist, 80));
+    if (i == hostlist.size())
+      return fail("hostlist \"{}\" ends in a comma", core::clip(hostlist, 80));
   }
   std::vector<std::string> names;
   names.reserve(total);

@@ -20,8 +20,8 @@ constexpr std::array<std::string_view, 5> kVerdictNames = {"ok", "slow", "never"
 
 // Flags under which a node in an otherwise working base state still takes no new jobs.
 constexpr std::array<std::string_view, 10> kOutOfServiceFlags = {
-    "DRAIN",        "FAIL",         "NOT_RESPONDING", "REBOOT_REQUESTED", "REBOOT_ISSUED",
-    "POWERED_DOWN", "POWERING_DOWN", "POWER_DOWN",    "POWERING_UP",      "INVALID_REG"};
+    "DRAIN",        "FAIL",          "NOT_RESPONDING", "REBOOT_REQUESTED", "REBOOT_ISSUED",
+    "POWERED_DOWN", "POWERING_DOWN", "POWER_DOWN",     "POWERING_UP",      "INVALID_REG"};
 
 double to_ms(microseconds us) { return static_cast<double>(us.count()) / 1000.0; }
 
@@ -143,14 +143,14 @@ Result<std::vector<StageResult>> compute_stages(const Observation& baseline,
     skipped.stage = Stage::kReplaced;
     skipped.name = std::string(stage_name(Stage::kReplaced));
     skipped.verdict = Verdict::kSkipped;
-    if (thresholds.replaced) skipped.threshold_ms = static_cast<double>(thresholds.replaced->count());
+    if (thresholds.replaced)
+      skipped.threshold_ms = static_cast<double>(thresholds.replaced->count());
     out.push_back(std::move(skipped));
   }
 
   // Returned counts from the first poll that saw detection, whether or not that was in time.
-  auto first_detected = std::find_if(observations.begin(), observations.end(), [&](const auto& o) {
-    return detected(base, o.target);
-  });
+  auto first_detected = std::find_if(observations.begin(), observations.end(),
+                                     [&](const auto& o) { return detected(base, o.target); });
   auto k_detected = static_cast<std::size_t>(first_detected - observations.begin());
   out.push_back(time_stage(
       Stage::kReturned, observations,

@@ -37,7 +37,7 @@ enum class Verdict { kOk, kSlow, kNever, kPending, kSkipped };
 /// "ok", "slow", "never", "pending", "skipped".
 std::string_view verdict_name(Verdict verdict);
 
-/// How long each stage may take and still be "ok", from the injection. No threshold: any time is ok.
+/// How long each stage may take, from the injection, and still be "ok"; none: any time is ok.
 struct StageThresholds {
   std::optional<std::chrono::milliseconds> detected = std::chrono::seconds(60);
   std::optional<std::chrono::milliseconds> drained = std::chrono::seconds(300);
@@ -57,12 +57,12 @@ struct StageTimeouts {
 /// it not happen began (or after the injection), and before the first poll that saw it returned.
 struct StageResult {
   Stage stage = Stage::kDetected;
-  std::string name;        ///< stage_name(stage)
-  bool reached = false;    ///< seen within the timeout; the times below are 0 when not
+  std::string name;             ///< stage_name(stage)
+  bool reached = false;         ///< seen within the timeout; the times below are 0 when not
   std::size_t observation = 0;  ///< index of the first observation that saw it, when reached
-  double at_ms = 0;        ///< first seen: t_end of that observation
-  double lower_ms = 0;     ///< t_start of the last earlier poll that saw it not happen, or 0
-  double uncertainty_ms = 0;  ///< at_ms - lower_ms
+  double at_ms = 0;             ///< first seen: t_end of that observation
+  double lower_ms = 0;          ///< t_start of the last earlier poll that saw it not happen, or 0
+  double uncertainty_ms = 0;    ///< at_ms - lower_ms
   Verdict verdict = Verdict::kNever;
   std::optional<double> threshold_ms;  ///< the threshold the verdict used; nullopt when none
 };

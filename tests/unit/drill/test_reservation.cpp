@@ -136,8 +136,9 @@ TEST(Reservation, EmptyAndSeveralFlags) {
 TEST(Reservation, NotFoundAndNoneAreErrorsThatSayWhatToDo) {
   auto missing = parse_scontrol_reservation(golden("not_found.txt"));
   ASSERT_FALSE(missing);
-  EXPECT_EQ(missing.error().message,
-            "Reservation drill not found: it ended or was deleted; create it again or check the name");
+  EXPECT_EQ(
+      missing.error().message,
+      "Reservation drill not found: it ended or was deleted; create it again or check the name");
   auto none = parse_scontrol_reservation(golden("no_reservations.txt"));
   ASSERT_FALSE(none);
   EXPECT_NE(none.error().message.find("create the reservation first"), std::string::npos)
@@ -178,7 +179,8 @@ TEST(Reservation, GarbageIsAClearError) {
        "not a reservation line"},
       {"NodeName=n1 State=IDLE", "not a reservation line"},
       {"ReservationName= Nodes=n1 NodeCnt=1 State=ACTIVE", "empty ReservationName="},
-      {"ReservationName=drill StartTime=2026-12-03T07:30:00 EndTime=2026-12-03T08:30:00", "no Nodes="},
+      {"ReservationName=drill StartTime=2026-12-03T07:30:00 EndTime=2026-12-03T08:30:00",
+       "no Nodes="},
       {"ReservationName=drill Nodes=n1 State=ACTIVE", "no NodeCnt="},
       {"ReservationName=drill Nodes=n1 NodeCnt=1", "no State="},
       {"ReservationName=drill Nodes=n1 NodeCnt=-1 State=ACTIVE", "not a node count"},

@@ -157,8 +157,8 @@ TEST(Timeline, FlappingStateCountsWhenFirstSeenAndReturnIsAfterDetection) {
 
 TEST(Timeline, ReturnedNeedsDetectionFirstAndRealService) {
   // In service all along: never detected, so never returned either.
-  auto quiet = stages(baseline(), {obs(0, 5, "IDLE"), obs(20000, 20005, "IDLE")}, {},
-                      short_timeouts());
+  auto quiet =
+      stages(baseline(), {obs(0, 5, "IDLE"), obs(20000, 20005, "IDLE")}, {}, short_timeouts());
   ASSERT_EQ(quiet.size(), 4u);
   EXPECT_FALSE(quiet[3].reached);
   EXPECT_EQ(quiet[3].verdict, Verdict::kNever);
@@ -185,7 +185,8 @@ TEST(Timeline, AReasonThatWasThereBeforeTheDrillIsNotDetection) {
   EXPECT_FALSE(s[0].reached);
   EXPECT_EQ(s[0].verdict, Verdict::kNever);
   // A new reason is, even without DRAIN.
-  auto r = stages(base, {obs(0, 5, "IDLE", "Not responding"), obs(900, 905, "IDLE", "cmax: Xid 79")});
+  auto r =
+      stages(base, {obs(0, 5, "IDLE", "Not responding"), obs(900, 905, "IDLE", "cmax: Xid 79")});
   ASSERT_EQ(r.size(), 4u);
   EXPECT_TRUE(r[0].reached);
   EXPECT_EQ(r[0].observation, 1u);
@@ -193,7 +194,8 @@ TEST(Timeline, AReasonThatWasThereBeforeTheDrillIsNotDetection) {
 }
 
 TEST(Timeline, DownIsDetectionButNotRespondingAloneIsNot) {
-  auto nr = stages(baseline(), {obs(0, 5, "IDLE+NOT_RESPONDING"), obs(100, 105, "DOWN+NOT_RESPONDING")});
+  auto nr =
+      stages(baseline(), {obs(0, 5, "IDLE+NOT_RESPONDING"), obs(100, 105, "DOWN+NOT_RESPONDING")});
   ASSERT_EQ(nr.size(), 4u);
   EXPECT_EQ(nr[0].observation, 1u);
   EXPECT_FALSE(nr[1].reached);  // down without DRAIN is not drained
