@@ -10,6 +10,7 @@
 #include <fstream>
 #include <random>
 #include <sstream>
+#include <thread>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -208,12 +209,19 @@ int run_drill(const DrillFlags& f0) {
     auto t0 = Clock::now();
     auto baseline = poller.observe(wo, t0);
     if (!baseline) return env_error(baseline.error().message);
-    // The injection's own time is t = 0 for every stage.
+    // The injection's own time is t = 0 for every stage. The watch starts with it, so polls during
+    // the injection bound a fast detector's reaction from below.
     t0 = Clock::now();
     baseline->t_start = baseline->t_end = std::chrono::microseconds(0);
+    int failed_polls = 0;
+    std::vector<drill::Observation> seen;
+    std::stop_source stop_watch;
+    std::jthread watcher([&] { seen = drill::watch(poller, wo, *baseline, t0, stop_watch.get_token(), failed_polls); });
     auto injected = inject_on(f, node, *steps, t0, is_local(node));
     json node_json{{"node", node}, {"inject", is_local(node) ? "local" : "srun"}, {"before", state_json(before[i])}};
     if (!injected) {
+      stop_watch.request_stop();
+      watcher.join();
       node_json["error"] = injected.error().message;
       report["nodes"].push_back(node_json);
       exit_code = kExitEnv;
@@ -225,9 +233,7 @@ int run_drill(const DrillFlags& f0) {
       node_json["injected"].push_back({{"t_us", l.t_us}, {"t_unix", l.t_unix}, {"level", l.level}, {"text", l.text}});
     }
     audit_log.flush();
-    int failed_polls = 0;
-    std::stop_source never;
-    auto seen = drill::watch(poller, wo, *baseline, t0, never.get_token(), failed_polls);
+    watcher.join();
     auto stages = drill::compute_stages(*baseline, seen, thresholds, timeouts);
     if (!stages) return env_error(stages.error().message);
     double worst_uncertainty = 0;

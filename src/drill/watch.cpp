@@ -1,5 +1,8 @@
 #include "drill/watch.h"
 
+#include <algorithm>
+#include <atomic>
+#include <mutex>
 #include <thread>
 
 #include "core/process.h"
@@ -63,43 +66,76 @@ Result<Observation> Poller::observe(const WatchOptions& options, Clock::time_poi
 
 std::vector<Observation> watch(Poller& poller, const WatchOptions& options, const Observation& baseline,
                                Clock::time_point t0, std::stop_token stop, int& failed_polls) {
-  std::vector<Observation> seen;
   // The longest any awaited stage may still come.
   auto horizon = std::max(options.timeouts.detected, options.timeouts.drained);
   if (options.reservation) horizon = std::max(horizon, options.timeouts.replaced);
   if (options.wait_return) horizon = std::max(horizon, options.timeouts.returned);
+
+  std::mutex mu;
+  std::vector<Observation> seen;  // in order of t_start
+  std::atomic<bool> done{false};
+  std::atomic<int> failed{0};
   // A stage is "never" only once a poll began after its timeout (timeline.h): poll until one has.
   auto last_start = std::chrono::microseconds(-1);
-  while (!stop.stop_requested() && last_start < horizon) {
-    const auto poll_start = since(t0);
-    auto o = poller.observe(options, t0);
-    last_start = poll_start;  // a failed poll moves time on too: an unreachable controller ends the watch
-    if (o) {
-      seen.push_back(std::move(*o));
-      auto stages = compute_stages(baseline, seen, StageThresholds{}, options.timeouts);
-      if (stages) {
-        bool done = true;
-        for (const auto& st : *stages) {
-          const bool awaited = st.stage == Stage::kDetected || st.stage == Stage::kDrained ||
-                               (st.stage == Stage::kReplaced && options.reservation) ||
-                               (st.stage == Stage::kReturned && options.wait_return);
-          if (!awaited || st.reached) continue;
-          // Not yet seen: still awaited while its timeout has not passed.
-          const auto timeout = st.stage == Stage::kDetected  ? options.timeouts.detected
-                               : st.stage == Stage::kDrained ? options.timeouts.drained
-                               : st.stage == Stage::kReplaced ? options.timeouts.replaced
-                                                              : options.timeouts.returned;
-          if (last_start < timeout) done = false;
-        }
-        // Never detected by its timeout: nothing later can come either.
-        if (!(*stages)[0].reached && last_start >= options.timeouts.detected) done = true;
-        if (done) break;
-      }
-    } else {
-      ++failed_polls;
+  std::atomic<std::int64_t> first_poll_us{-1};
+
+  // Whether every awaited stage is seen or past its timeout; call with `mu` held.
+  auto decide = [&] {
+    if (last_start >= horizon) return true;
+    // compute_stages reads every observation: on long watches, decide every 64th poll.
+    if (seen.size() > 1000 && seen.size() % 64 != 0) return false;
+    auto stages = compute_stages(baseline, seen, StageThresholds{}, options.timeouts);
+    if (!stages) return false;
+    bool all = true;
+    for (const auto& st : *stages) {
+      const bool awaited = st.stage == Stage::kDetected || st.stage == Stage::kDrained ||
+                           (st.stage == Stage::kReplaced && options.reservation) ||
+                           (st.stage == Stage::kReturned && options.wait_return);
+      if (!awaited || st.reached) continue;
+      const auto timeout = st.stage == Stage::kDetected  ? options.timeouts.detected
+                           : st.stage == Stage::kDrained ? options.timeouts.drained
+                           : st.stage == Stage::kReplaced ? options.timeouts.replaced
+                                                          : options.timeouts.returned;
+      if (last_start < timeout) all = false;
     }
-    std::this_thread::sleep_for(options.poll);
+    // Never detected by its timeout: nothing later can come either.
+    if (!(*stages)[0].reached && last_start >= options.timeouts.detected) all = true;
+    return all;
+  };
+
+  // Two pollers, the second half a poll behind the first: a stage's interval runs from the start of
+  // the last poll that did not see it to the end of the first that did, so staggered polls halve it.
+  auto loop = [&](Poller& p, int index) {
+    if (index == 1) {
+      while (first_poll_us.load() < 0 && !done && !stop.stop_requested())
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      std::this_thread::sleep_for(std::chrono::microseconds(std::max<std::int64_t>(first_poll_us.load() / 2, 1000)));
+    }
+    while (!done && !stop.stop_requested()) {
+      const auto poll_start = since(t0);
+      auto o = p.observe(options, t0);
+      if (index == 0 && first_poll_us.load() < 0) first_poll_us = (since(t0) - poll_start).count();
+      {
+        std::lock_guard lock(mu);
+        last_start = std::max(last_start, poll_start);  // a failed poll moves time on too
+        if (o) {
+          auto at = std::upper_bound(seen.begin(), seen.end(), o->t_start,
+                                     [](std::chrono::microseconds t, const Observation& x) { return t < x.t_start; });
+          seen.insert(at, std::move(*o));
+        } else {
+          ++failed;
+        }
+        if (decide()) done = true;
+      }
+      if (!done) std::this_thread::sleep_for(options.poll);
+    }
+  };
+  {
+    Poller second(poller.options());
+    std::jthread other([&] { loop(second, 1); });
+    loop(poller, 0);
   }
+  failed_polls += failed.load();
   return seen;
 }
 

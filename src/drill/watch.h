@@ -32,13 +32,15 @@ class Poller {
   /// Reads the target (and the reservation) once: the drill's baseline and each poll. t_start and
   /// t_end are relative to `t0`. An error when the node cannot be read.
   Result<Observation> observe(const WatchOptions& options, std::chrono::steady_clock::time_point t0);
+  const sched::SlurmOptions& options() const { return options_; }
 
  private:
   sched::SlurmOptions options_;
   std::optional<ScontrolSession> session_;
 };
 
-/// Polls from now until the stages it waits for (detected, drained, replaced when a reservation is
+/// Polls with two staggered pollers (each its own scontrol session; `poller` is one of them) from
+/// now until the stages it waits for (detected, drained, replaced when a reservation is
 /// watched, returned when asked) are all seen, or their timeouts pass, or `stop` is requested. A
 /// poll that fails (slurmctld briefly unreachable) is skipped and counted in `failed_polls`; the
 /// observations so far are always returned.

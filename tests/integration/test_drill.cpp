@@ -254,3 +254,31 @@ TEST_F(Drill, InjectsThroughSrunOnTheTargetNode) {
 }
 
 }  // namespace
+
+namespace {
+
+// The last stage: the node back in service once an operator resumes it (here the test plays both
+// the detector, with a drain, and the operator).
+TEST_F(Drill, WaitReturnTimesTheOperatorsResume) {
+  auto c = SlurmCluster::start({.nodes = 2});
+  ASSERT_TRUE(c) << c.error().message;
+  auto& cluster = **c;
+  std::jthread operator_thread([&] {
+    std::this_thread::sleep_for(600ms);
+    (void)cluster.scontrol({"update", "NodeName=n2", "State=DRAIN", "Reason=operator: drill seen"});
+    std::this_thread::sleep_for(600ms);
+    (void)cluster.scontrol({"update", "NodeName=n2", "State=RESUME"});
+  });
+  auto d = drill(cluster, {"--scenario", "nfs-timeout", "--nodes", "n2", "--yes", "--wait-return",
+                           "--detect-timeout-s", "10", "--drain-timeout-s", "10", "--return-timeout-s", "10"});
+  ASSERT_TRUE(d.report.is_object()) << d.out << d.err;
+  const json* detected = stage(d.report, "detected");
+  const json* returned = stage(d.report, "returned");
+  ASSERT_TRUE(detected && returned);
+  EXPECT_TRUE((*detected)["reached"].get<bool>()) << d.report.dump(2);
+  ASSERT_TRUE((*returned)["reached"].get<bool>()) << d.report.dump(2);
+  EXPECT_GT((*returned)["at_ms"].get<double>(), (*detected)["at_ms"].get<double>() + 400);
+  EXPECT_EQ(d.exit_code, 0) << d.report.dump(2);
+}
+
+}  // namespace
