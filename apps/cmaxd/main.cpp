@@ -18,7 +18,6 @@
 #include "agent/agent.h"
 #include "agent/event_log.h"
 #include "agent/metrics.h"
-#include "core/json_text.h"
 #include "probes/probe_set.h"
 #include "sched/policy.h"
 #include "sched/kubernetes.h"
@@ -36,16 +35,6 @@ std::string short_hostname() {
   if (::gethostname(buf, sizeof buf - 1) != 0) return "localhost";
   std::string h = buf;
   return h.substr(0, h.find('.'));
-}
-
-// One JSON-lines log record on stderr, like the agent's own.
-void log_json(std::string_view level, std::string_view msg) {
-  std::string out = "{\"level\":";
-  core::append_json_string(out, level);
-  out += ",\"msg\":";
-  core::append_json_string(out, msg);
-  out += "}\n";
-  std::fwrite(out.data(), 1, out.size(), stderr);
 }
 
 int start_error(const std::string& msg) {
@@ -234,7 +223,7 @@ int main(int argc, char** argv) {
   auto probe_set = probes::make_probes(probe_config);
   if (!probe_set) return start_error(probe_set.error().message);
   for (const auto& note : probe_set->notes)
-    log_json("info", "probe " + note);
+    agent::log_line("info", "probe " + note);
   for (auto& p : probe_set->probes) {
     const auto interval = std::chrono::milliseconds(p->name() == "fs" ? mount_interval_ms : probe_interval_ms);
     if (auto r = agent.add_probe(std::move(p), interval, std::min(interval, std::chrono::milliseconds(1000))); !r)
@@ -253,9 +242,9 @@ int main(int argc, char** argv) {
     auto m = agent::MetricsServer::start(metrics_listen.substr(0, colon), port, agent.stats(), opt.node);
     if (m) {
       metrics = std::move(*m);
-      log_json("info", fmt::format("metrics on http://{}:{}/metrics", metrics_listen.substr(0, colon), metrics->port()));
+      agent::log_line("info", fmt::format("metrics on http://{}:{}/metrics", metrics_listen.substr(0, colon), metrics->port()));
     } else {
-      log_json("warn", "metrics off: " + m.error().message);
+      agent::log_line("warn", "metrics off: " + m.error().message);
     }
   }
   auto r = agent.run(stop.get_token());

@@ -25,16 +25,6 @@ std::string label(const signals::Incident& inc) {
   return std::string(signals::to_string(inc.kind));
 }
 
-// Logs go to stderr as JSON lines (results, if any, go to stdout).
-void log_line(std::string_view level, std::string_view msg) {
-  std::string out = "{\"level\":";
-  core::append_json_string(out, level);
-  out += ",\"msg\":";
-  core::append_json_string(out, msg);
-  out += "}\n";
-  std::fwrite(out.data(), 1, out.size(), stderr);
-}
-
 // Seconds on the clock kmsg stamps records with (monotonic since boot, not counting suspend), so
 // probe findings and log lines about one device fall in the same correlation windows.
 double monotonic_seconds() {
@@ -44,6 +34,15 @@ double monotonic_seconds() {
 }
 
 }  // namespace
+
+void log_line(std::string_view level, std::string_view msg) {
+  std::string out = "{\"level\":";
+  core::append_json_string(out, level);
+  out += ",\"msg\":";
+  core::append_json_string(out, msg);
+  out += "}\n";
+  std::fwrite(out.data(), 1, out.size(), stderr);
+}
 
 std::optional<std::string> fleet_refusal(const sched::PoolCount& pool, double max_percent, int max_nodes) {
   if (pool.node_held) return std::nullopt;  // already out of service: nothing more is taken
@@ -192,14 +191,7 @@ void Agent::probe_loop(ProbeEntry& entry, std::stop_token stop) {
 
 void Agent::observe(std::string_view probe, const probes::Finding& f) {
   const auto detected = Clock::now();
-  signals::Signal sig;
-  sig.kind = f.kind;
-  sig.code = f.code;
-  sig.fatal = f.fatal;
-  sig.subject = f.subject;
-  // NVML names a GPU "0000:06:00.0", the kernel's Xid lines "0000:06:00": the same GPU's Xid from
-  // both sources joins one incident.
-  sig.device = f.kind == signals::Kind::xid ? signals::pci_without_function(f.device) : std::string_view(f.device);
+  const signals::Signal sig = probes::signal_of(f);
   signals::LineInfo info;
   info.message = f.text;
   info.time = monotonic_seconds();

@@ -157,6 +157,9 @@ class Agent {
   std::optional<std::uint64_t> last_seq_, saved_seq_;
 };
 
+/// One log record on stderr as a JSON line ({"level":..., "msg":...}); cmaxd's only log format.
+void log_line(std::string_view level, std::string_view msg);
+
 /// "node|kind|code|device": the key an action is deduplicated by.
 std::string incident_key(const signals::Incident& inc);
 

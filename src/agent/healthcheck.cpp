@@ -69,12 +69,7 @@ Result<HealthReport> check_health(const HealthOptions& options, const signals::C
     for (const auto& p : probe->problems()) report.notes.push_back(fmt::format("probe {}: {}", probe->name(), p));
     const std::string source = fmt::format("probe:{}", probe->name());
     for (const auto& f : *found) {
-      signals::Signal sig;
-      sig.kind = f.kind;
-      sig.code = f.code;
-      sig.fatal = f.fatal;
-      sig.subject = f.subject;
-      sig.device = f.kind == signals::Kind::xid ? signals::pci_without_function(f.device) : std::string_view(f.device);
+      const signals::Signal sig = probes::signal_of(f);
       signals::LineInfo info;
       info.message = f.text;
       add(sig, info, f.text, source);

@@ -24,6 +24,11 @@ struct Finding {
   std::string text;         ///< "nvml: GPU 0000:06:00.0: volatile uncorrected ECC errors rose 0 -> 2"
 };
 
+/// The finding as the signal engine's Signal; its views point into `f`, which must outlive it.
+/// NVML names a GPU "0000:06:00.0" and the kernel's Xid lines "0000:06:00": an Xid's device drops
+/// the function, so the same GPU's Xid from both sources joins one incident.
+signals::Signal signal_of(const Finding& f);
+
 /// A source of findings, polled by the agent on its own thread. poll() compares what it reads now
 /// with what it read last time and reports what changed: a fault that is still there is not
 /// reported again, and a fault that went away is reported by its closing kind where one exists
