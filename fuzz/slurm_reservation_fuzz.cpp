@@ -1,7 +1,8 @@
-// libFuzzer target: the parser of `scontrol -o show reservation` lines and Slurm hostlists.
-// Invariants: no crash and no unbounded allocation on any bytes; an expansion never exceeds
-// kMaxHostlistNames and holds no empty name, separator or bracket; a parsed reservation has a name
-// and a state, and node names of the same kind.
+// libFuzzer target: the parsers of the Slurm objects a drill watches (`scontrol -o show
+// reservation`, `partition` and `job` lines) and Slurm hostlists. Invariants: no crash and no
+// unbounded allocation on any bytes; an expansion never exceeds kMaxHostlistNames and holds no
+// empty name, separator or bracket; a parsed reservation has a name and a state, a partition a
+// name, a job an id and a state, all with node names of the same kind.
 
 #include <cstddef>
 #include <cstdint>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "drill/reservation.h"
+#include "drill/slurm_objects.h"
 
 namespace {
 
@@ -30,6 +32,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (auto r = cmax::drill::parse_scontrol_reservation(in)) {
     check(!r->name.empty() && !r->state.empty() && r->node_cnt >= 0);
     check_names(r->nodes);
+  }
+  if (auto p = cmax::drill::parse_scontrol_partition(in)) {
+    check(!p->name.empty());
+    check_names(p->nodes);
+  }
+  if (auto j = cmax::drill::parse_scontrol_job(in)) {
+    check(!j->id.empty() && !j->state.empty() && j->restarts >= 0);
+    check_names(j->nodes);
   }
   if (auto names = cmax::drill::expand_hostlist(in)) check_names(*names);
   return 0;

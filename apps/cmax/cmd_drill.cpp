@@ -22,6 +22,7 @@
 #include "drill/inject.h"
 #include "drill/reservation.h"
 #include "drill/scenario.h"
+#include "drill/slurm_objects.h"
 #include "drill/timeline.h"
 #include "drill/watch.h"
 #include "report/run_dir.h"
@@ -36,7 +37,7 @@ using Clock = std::chrono::steady_clock;
 constexpr int kExitOk = 0, kExitStageFailed = 1, kExitEnv = audit::kExitUsage;
 
 struct DrillFlags {
-  std::string scenario, nodes, slurm_conf, reservation, inject = "auto", out, gpu, kmsg = "/dev/kmsg", run_dir;
+  std::string scenario, nodes, slurm_conf, reservation, partition, job, inject = "auto", out, gpu, kmsg = "/dev/kmsg", run_dir;
   bool yes = false, json = false, wait_return = false;
   int max_nodes = 2, poll_ms = 5, scontrol_timeout_ms = 5000;
   int detect_timeout_s = 900, drain_timeout_s = 1800, replace_timeout_s = 1800, return_timeout_s = 3600;
@@ -152,9 +153,13 @@ int run_drill(const DrillFlags& f0) {
     for (const auto& n : *nodes)
       for (const auto& s : *steps)
         fmt::print("  {} +{} ms <{}> {}  ({})\n", n, s.after_ms, s.level, s.line, is_local(n) ? "local /dev/kmsg" : "srun");
+    std::vector<std::string> replaced_by;
+    if (!f.reservation.empty()) replaced_by.push_back("a spare joins reservation " + f.reservation);
+    if (!f.partition.empty()) replaced_by.push_back("a node joins partition " + f.partition);
+    if (!f.job.empty()) replaced_by.push_back("job " + f.job + " runs again elsewhere");
     fmt::print("  then watch Slurm every {} ms: detected (threshold {} s), drained ({} s){}{}\n", f.poll_ms,
                f.detect_threshold_s, f.drain_threshold_s,
-               f.reservation.empty() ? "" : fmt::format(", replaced in reservation {} ({} s)", f.reservation, f.replace_threshold_s),
+               replaced_by.empty() ? "" : fmt::format(", replaced when {} ({} s)", fmt::join(replaced_by, " or "), f.replace_threshold_s),
                f.wait_return ? ", returned to service" : "");
   }
   if (!f.yes) return kExitOk;
@@ -173,6 +178,21 @@ int run_drill(const DrillFlags& f0) {
   if (!f.reservation.empty())
     if (auto r = drill::read_reservation(slurm.options(), f.reservation); !r)
       return env_error(fmt::format("{}; nothing was injected", r.error().message));
+  if (!f.partition.empty()) {
+    auto out = sched::run_scontrol(slurm.options(), {slurm.options().scontrol, "-o", "show", "partition", f.partition});
+    auto p = out ? drill::parse_scontrol_partition(*out) : Result<drill::Partition>(Unexpected<Error>{out.error()});
+    if (!p) return env_error(fmt::format("read partition {}: {}; nothing was injected", f.partition, p.error().message));
+  }
+  if (!f.job.empty()) {
+    auto out = sched::run_scontrol(slurm.options(), {slurm.options().scontrol, "-o", "show", "job", f.job});
+    auto j = out ? drill::parse_scontrol_job(*out) : Result<drill::Job>(Unexpected<Error>{out.error()});
+    if (!j) return env_error(fmt::format("read job {}: {}; nothing was injected", f.job, j.error().message));
+    for (const auto& n : *nodes)
+      if (!j->running() || !j->contains(n))
+        return env_error(fmt::format("job {} is {} on {}, not running on {}: its requeue could not be seen; nothing was "
+                                     "injected",
+                                     f.job, j->state, j->nodes.empty() ? "no node" : fmt::format("{}", fmt::join(j->nodes, ",")), n));
+  }
   if (auto w = drill::devkmsg_ratelimit_warning(steps->size()); !w.empty() && std::any_of(nodes->begin(), nodes->end(), is_local))
     fmt::print(stderr, "cmax drill: warning: {}\n", w);
 
@@ -199,12 +219,21 @@ int run_drill(const DrillFlags& f0) {
               {"expect", signals::to_string(scenario->expect)},
               {"poll_ms", f.poll_ms},
               {"reservation", f.reservation.empty() ? json(nullptr) : json(f.reservation)},
+              {"partition", f.partition.empty() ? json(nullptr) : json(f.partition)},
+              {"job", f.job.empty() ? json(nullptr) : json(f.job)},
               {"nodes", json::array()}};
   int exit_code = kExitOk;
   for (std::size_t i = 0; i < nodes->size(); ++i) {
     const std::string& node = (*nodes)[i];
-    drill::WatchOptions wo{node, f.reservation.empty() ? std::nullopt : std::optional<std::string>(f.reservation),
-                           std::chrono::milliseconds(f.poll_ms), timeouts, f.wait_return};
+    auto optional = [](const std::string& v) { return v.empty() ? std::nullopt : std::optional<std::string>(v); };
+    drill::WatchOptions wo;
+    wo.node = node;
+    wo.reservation = optional(f.reservation);
+    wo.partition = optional(f.partition);
+    wo.job = optional(f.job);
+    wo.poll = std::chrono::milliseconds(f.poll_ms);
+    wo.timeouts = timeouts;
+    wo.wait_return = f.wait_return;
     drill::Poller poller(slurm.options());
     auto t0 = Clock::now();
     auto baseline = poller.observe(wo, t0);
@@ -239,11 +268,12 @@ int run_drill(const DrillFlags& f0) {
     double worst_uncertainty = 0;
     for (const auto& st : *stages) {
       const bool awaited = st.stage == drill::Stage::kDetected || st.stage == drill::Stage::kDrained ||
-                           (st.stage == drill::Stage::kReplaced && !f.reservation.empty()) ||
+                           (st.stage == drill::Stage::kReplaced && wo.watches_replacement()) ||
                            (st.stage == drill::Stage::kReturned && f.wait_return);
       json sj{{"stage", st.name},     {"reached", st.reached}, {"at_ms", st.at_ms}, {"lower_ms", st.lower_ms},
               {"uncertainty_ms", st.uncertainty_ms}, {"verdict", drill::verdict_name(st.verdict)},
-              {"threshold_ms", st.threshold_ms ? json(*st.threshold_ms) : json(nullptr)}, {"awaited", awaited}};
+              {"threshold_ms", st.threshold_ms ? json(*st.threshold_ms) : json(nullptr)}, {"awaited", awaited},
+              {"how", st.how}};
       node_json["stages"].push_back(sj);
       if (st.reached) worst_uncertainty = std::max(worst_uncertainty, st.uncertainty_ms);
       if (awaited && st.verdict != drill::Verdict::kOk && exit_code == kExitOk) exit_code = kExitStageFailed;
@@ -272,8 +302,9 @@ int run_drill(const DrillFlags& f0) {
       for (const auto& st : n["stages"]) {
         if (!st["awaited"].get<bool>()) continue;
         if (st["reached"].get<bool>())
-          fmt::print("  {:<9} {:>10.1f} ms  (+/- {:.1f} ms)  {}\n", st["stage"].get<std::string>(), st["at_ms"].get<double>(),
-                     st["uncertainty_ms"].get<double>() / 2, st["verdict"].get<std::string>());
+          fmt::print("  {:<9} {:>10.1f} ms  (+/- {:.1f} ms)  {}{}\n", st["stage"].get<std::string>(), st["at_ms"].get<double>(),
+                     st["uncertainty_ms"].get<double>() / 2, st["verdict"].get<std::string>(),
+                     st["how"].get<std::string>().empty() ? "" : "  " + st["how"].get<std::string>());
         else
           fmt::print("  {:<9} {:>13}  {}\n", st["stage"].get<std::string>(), "-", st["verdict"].get<std::string>());
       }
@@ -343,7 +374,8 @@ Runner setup_drill(CLI::App& sub) {
       "Fault drills: write into the kernel ring buffer the exact lines a failing GPU or node prints\n"
       "(data/drills.json; docs/drills.md), then time through Slurm, black-box, how the provider's stack\n"
       "reacts: injected -> detected (DRAIN/DOWN or a new reason) -> drained (nothing running) -> replaced (a\n"
-      "spare joined --reservation) -> returned (back in service, with --wait-return). Each stage has a\n"
+      "spare joined --reservation or --partition, or --job runs again on other nodes) -> returned (back in\n"
+      "service, with --wait-return). Each stage has a\n"
       "timeout and a verdict; 'never' is a result. Times carry their uncertainty: the event happened\n"
       "between the last poll that did not see it and the first that did.\n\n"
       "Nothing is injected without --nodes and --yes; without --yes the plan is printed. A drill refuses\n"
@@ -363,6 +395,10 @@ Runner setup_drill(CLI::App& sub) {
   run->add_option("--max-nodes", f->max_nodes, "The most nodes one drill may touch")->capture_default_str();
   run->add_option("--reservation", f->reservation,
                   "A reservation to watch for the replacement (e.g. Flags=REPLACE_DOWN with spares)");
+  run->add_option("--partition", f->partition, "A partition to watch for the replacement: a node added to it");
+  run->add_option("--job", f->job,
+                  "A job running on the target to watch for the replacement: requeued and running on other\n"
+                  "nodes (Slurm holds a requeued job 121 s unless the site's automation starts it sooner)");
   run->add_option("--inject", f->inject,
                   "'local' (this machine's /dev/kmsg), 'srun' (srun --nodelist on the node), or 'auto' (local for\n"
                   "this host's own name, else srun)")

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "core/strings.h"
+#include "sched/scontrol_fields.h"
 
 namespace cmax::drill {
 namespace {
@@ -134,40 +135,6 @@ void expand(const Pattern& p, std::size_t group, std::string& prefix,
   prefix.resize(prefix.size() - p.literals[group].size());
 }
 
-struct Field {
-  std::string_view key;
-  std::string value;
-};
-
-bool is_key(std::string_view k) {
-  if (k.empty() || !((k[0] >= 'A' && k[0] <= 'Z') || (k[0] >= 'a' && k[0] <= 'z'))) return false;
-  return std::all_of(k.begin(), k.end(), [](char c) {
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
-  });
-}
-
-// "K=V K2=V2 more words K3=V3": a token without a key continues the value before it (a Comment=
-// may hold spaces). The caller makes sure the line starts with a key.
-std::vector<Field> split_fields(std::string_view line) {
-  std::vector<Field> fields;
-  for (auto token : core::split_any(line, " \t")) {
-    auto eq = token.find('=');
-    if (eq != std::string_view::npos && is_key(token.substr(0, eq))) {
-      fields.push_back({token.substr(0, eq), std::string(token.substr(eq + 1))});
-    } else if (!fields.empty()) {
-      fields.back().value += ' ';
-      fields.back().value += token;
-    }
-  }
-  return fields;
-}
-
-const std::string* find(const std::vector<Field>& fields, std::string_view key) {
-  auto it =
-      std::find_if(fields.begin(), fields.end(), [&](const Field& f) { return f.key == key; });
-  return it == fields.end() ? nullptr : &it->value;
-}
-
 }  // namespace
 
 bool Reservation::has_flag(std::string_view flag) const {
@@ -217,30 +184,26 @@ Result<std::vector<std::string>> expand_hostlist(std::string_view hostlist) {
 }
 
 Result<Reservation> parse_scontrol_reservation(std::string_view text) {
-  std::string_view line;
-  int lines = 0;
-  for (auto l : core::split_lines(text)) {
-    if (core::trim(l).empty()) continue;
-    if (++lines == 1) line = core::trim(l);
-  }
-  if (lines == 0) return fail("scontrol printed nothing");
+  auto one = sched::single_scontrol_line(text, "reservation");
+  if (!one) return Unexpected<Error>{one.error()};
+  const std::string_view line = *one;
   if (line.starts_with("Reservation ") && line.ends_with(" not found"))
     return fail("{}: it ended or was deleted; create it again or check the name",
                 core::clip(line, 120));
   if (line.starts_with("No reservations"))
     return fail("{}: create the reservation first", core::clip(line, 120));
-  if (lines > 1) return fail("scontrol printed {} lines, expected one reservation", lines);
   if (!line.starts_with("ReservationName="))
     return fail("not a reservation line (no ReservationName= first): \"{}\"", core::clip(line, 80));
 
-  auto fields = split_fields(line);
+  std::vector<sched::ScontrolField> fields;
+  sched::split_scontrol_fields(line, fields);
   Reservation r;
   r.name = fields[0].value;
   if (r.name.empty())
     return fail("reservation line with an empty ReservationName=: \"{}\"", core::clip(line, 80));
-  const std::string* nodes = find(fields, "Nodes");
-  const std::string* node_cnt = find(fields, "NodeCnt");
-  const std::string* state = find(fields, "State");
+  const std::string* nodes = sched::find_scontrol_field(fields, "Nodes");
+  const std::string* node_cnt = sched::find_scontrol_field(fields, "NodeCnt");
+  const std::string* state = sched::find_scontrol_field(fields, "State");
   const std::pair<const std::string*, std::string_view> required[] = {
       {nodes, "Nodes"}, {node_cnt, "NodeCnt"}, {state, "State"}};
   for (const auto& [value, key] : required)
@@ -260,10 +223,10 @@ Result<Reservation> parse_scontrol_reservation(std::string_view text) {
   r.node_cnt = static_cast<int>(*cnt);
   if (state->empty()) return fail("reservation {}: empty State=", r.name);
   r.state = *state;
-  if (const auto* flags = find(fields, "Flags"); flags != nullptr && *flags != "(null)")
+  if (const auto* flags = sched::find_scontrol_field(fields, "Flags"); flags != nullptr && *flags != "(null)")
     for (auto f : core::split_any(*flags, ",")) r.flags.emplace_back(f);
-  if (const auto* t = find(fields, "StartTime")) r.start_time = *t;
-  if (const auto* t = find(fields, "EndTime")) r.end_time = *t;
+  if (const auto* t = sched::find_scontrol_field(fields, "StartTime")) r.start_time = *t;
+  if (const auto* t = sched::find_scontrol_field(fields, "EndTime")) r.end_time = *t;
   return r;
 }
 

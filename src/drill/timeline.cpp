@@ -38,13 +38,45 @@ bool detected(const sched::NodeState& base, const sched::NodeState& now) {
          (!now.reason.empty() && now.reason != base.reason);
 }
 
-Seen replaced(const Observation& base, const Observation& now) {
-  if (!now.reservation) return Seen::kUnknown;
-  const auto& before = *base.reservation;
+// What one poll says about the replacement, from every source watched; `how` says what it saw.
+Seen replaced(const Observation& base, const Observation& now, std::string& how) {
   const auto& target = base.target.name;
-  for (const auto& n : now.reservation->nodes)
-    if (n != target && !before.contains(n)) return Seen::kYes;
-  return seen(before.contains(target) && !now.reservation->contains(target));
+  bool any_known = false;
+  if (base.reservation && now.reservation) {
+    any_known = true;
+    const auto& before = *base.reservation;
+    for (const auto& n : now.reservation->nodes)
+      if (n != target && !before.contains(n)) {
+        how = n + " joined reservation " + before.name;
+        return Seen::kYes;
+      }
+    if (before.contains(target) && !now.reservation->contains(target)) {
+      how = target + " left reservation " + before.name;
+      return Seen::kYes;
+    }
+  }
+  if (base.partition && now.partition) {
+    any_known = true;
+    for (const auto& n : now.partition->nodes)
+      if (n != target && !base.partition->contains(n)) {
+        how = n + " joined partition " + base.partition->name;
+        return Seen::kYes;
+      }
+  }
+  if (base.job && now.job) {
+    any_known = true;
+    const auto& j = *now.job;
+    if (j.running() && !j.nodes.empty() && !j.contains(target) &&
+        (j.restarts > base.job->restarts || j.nodes != base.job->nodes)) {
+      std::string on;
+      for (const auto& n : j.nodes) on += (on.empty() ? "" : ",") + n;
+      how = j.restarts > base.job->restarts
+                ? "job " + j.id + " requeued (restart " + std::to_string(j.restarts) + ") onto " + on
+                : "job " + j.id + " moved onto " + on;
+      return Seen::kYes;
+    }
+  }
+  return any_known ? Seen::kNo : Seen::kUnknown;
 }
 
 Result<void> validate(const Observation& baseline, const std::vector<Observation>& observations) {
@@ -54,6 +86,12 @@ Result<void> validate(const Observation& baseline, const std::vector<Observation
         "drill target {} is already {} before the drill (reason: \"{}\"), so no reaction could be "
         "seen: resume it (scontrol update NodeName={} State=RESUME) or drill another node",
         t.name, t.state, t.reason, t.name);
+  if (baseline.job && (!baseline.job->running() || !baseline.job->contains(t.name)))
+    return fail(
+        "job {} is {}{} before the drill, not running on {}: its requeue could not be seen; "
+        "start a job on the target first",
+        baseline.job->id, baseline.job->state,
+        baseline.job->nodes.empty() ? std::string() : " on " + baseline.job->nodes.front(), t.name);
   for (std::size_t k = 0; k < observations.size(); ++k) {
     const auto& o = observations[k];
     if (o.target.name != t.name)
@@ -133,11 +171,14 @@ Result<std::vector<StageResult>> compute_stages(const Observation& baseline,
       [&](std::size_t k) { return seen(observations[k].target.drained()); }, thresholds.drained,
       timeouts.drained));
 
-  if (baseline.reservation) {
-    out.push_back(time_stage(
+  if (baseline.reservation || baseline.partition || baseline.job) {
+    std::vector<std::string> hows(observations.size());
+    auto r = time_stage(
         Stage::kReplaced, observations,
-        [&](std::size_t k) { return replaced(baseline, observations[k]); }, thresholds.replaced,
-        timeouts.replaced));
+        [&](std::size_t k) { return replaced(baseline, observations[k], hows[k]); },
+        thresholds.replaced, timeouts.replaced);
+    if (r.reached) r.how = hows[r.observation];
+    out.push_back(std::move(r));
   } else {
     StageResult skipped;
     skipped.stage = Stage::kReplaced;

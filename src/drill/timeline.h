@@ -11,6 +11,7 @@
 
 #include "core/result.h"
 #include "drill/reservation.h"
+#include "drill/slurm_objects.h"
 #include "sched/node_state.h"
 
 namespace cmax::drill {
@@ -23,6 +24,10 @@ struct Observation {
   /// The watched reservation; nullopt when none is watched or its scontrol call failed this time
   /// (then reservation stages learn nothing from this poll).
   std::optional<Reservation> reservation;
+  /// The watched partition (a spare may join it), the same way.
+  std::optional<Partition> partition;
+  /// The watched job (it may be requeued onto another node), the same way.
+  std::optional<Job> job;
 };
 
 /// The stages, in the order compute_stages reports them.
@@ -32,7 +37,7 @@ std::string_view stage_name(Stage stage);
 
 /// ok: reached within its threshold; slow: reached after it; never: not reached by the stage's
 /// timeout; pending: not reached, but the polls ended before the timeout; skipped: not measurable
-/// (replaced without a reservation to watch).
+/// (replaced with no reservation, partition or job to watch).
 enum class Verdict { kOk, kSlow, kNever, kPending, kSkipped };
 /// "ok", "slow", "never", "pending", "skipped".
 std::string_view verdict_name(Verdict verdict);
@@ -65,17 +70,23 @@ struct StageResult {
   double uncertainty_ms = 0;    ///< at_ms - lower_ms
   Verdict verdict = Verdict::kNever;
   std::optional<double> threshold_ms;  ///< the threshold the verdict used; nullopt when none
+  /// What the first poll that saw it saw, for "replaced": "spare1 joined reservation drill", "job
+  /// 12 requeued (restart 1) onto n2", "n4 joined partition batch"; "" otherwise.
+  std::string how;
 };
 
 /// Times the four stages against the target's state before the drill (`baseline`):
 ///  detected: DRAIN or DOWN newly set, or a reason that differs from the baseline's;
 ///  drained: newly drained (DRAIN set and nothing running, NodeState::drained());
-///  replaced: a node not in the baseline's reservation is in it, or the target left it;
+///  replaced: whichever watched source shows it first: a node not in the baseline's reservation is
+///  in it, or the target left it; a node not in the baseline's partition is in it; the baseline's
+///  job (running on the target) runs again on nodes without the target, requeued or moved;
 ///  returned: after detection, the target is in service again (IDLE, MIXED or ALLOCATED, with no
 ///  DRAIN, NOT_RESPONDING, REBOOT_* or POWER* flag).
 /// A flapping state counts when first seen. Observations must be in order of t_start, each with
-/// t_start >= 0 and t_end >= t_start; a target already drained or down in the baseline is an
-/// error, since no stage could be seen. Deterministic.
+/// t_start >= 0 and t_end >= t_start; a target already drained or down in the baseline, or a
+/// watched job not running on the target in the baseline, is an error, since no stage could be
+/// seen. Deterministic.
 Result<std::vector<StageResult>> compute_stages(const Observation& baseline,
                                                 const std::vector<Observation>& observations,
                                                 const StageThresholds& thresholds = {},

@@ -21,16 +21,9 @@ std::chrono::microseconds since(Clock::time_point t0) {
 }  // namespace
 
 Result<Reservation> read_reservation(const sched::SlurmOptions& options, const std::string& name) {
-  core::ProcessSpec spec{{options.scontrol, "-o", "show", "reservation", name}, options.timeout, 1u << 20};
-  if (!options.conf_path.empty()) spec.extra_env.push_back("SLURM_CONF=" + options.conf_path);
-  spec.extra_env.push_back("SLURM_TIME_FORMAT=standard");
-  auto r = core::run_process(spec);
-  if (!r) return Unexpected<Error>{r.error()};
-  if (r->timed_out) return fail("read reservation {}: scontrol timed out after {} ms", name, options.timeout.count());
-  if (r->exit_code != 0)
-    return fail("read reservation {}: scontrol exited {}: {}", name, r->exit_code,
-                core::clip(core::trim(r->err.empty() ? r->out : r->err), 300));
-  auto res = parse_scontrol_reservation(r->out);
+  auto out = sched::run_scontrol(options, {options.scontrol, "-o", "show", "reservation", name}, 1u << 20);
+  if (!out) return fail("read reservation {}: {}", name, out.error().message);
+  auto res = parse_scontrol_reservation(*out);
   if (!res) return fail("read reservation {}: {}", name, res.error().message);
   return res;
 }
@@ -43,6 +36,8 @@ Result<Observation> Poller::observe(const WatchOptions& options, Clock::time_poi
   }
   std::vector<std::string> commands{"show node " + options.node};
   if (options.reservation) commands.push_back("show reservation " + *options.reservation);
+  if (options.partition) commands.push_back("show partition " + *options.partition);
+  if (options.job) commands.push_back("show job " + *options.job);
   Observation o;
   o.t_start = since(t0);
   auto answers = session_->run(commands, options_.timeout);
@@ -59,8 +54,15 @@ Result<Observation> Poller::observe(const WatchOptions& options, Clock::time_poi
   auto node = sched::parse_scontrol_node(join((*answers)[0]));
   if (!node) return fail("read node {}: {}", options.node, node.error().message);
   o.target = std::move(*node);
-  if (options.reservation && answers->size() > 1)
-    if (auto r = parse_scontrol_reservation(join((*answers)[1]))) o.reservation = std::move(*r);
+  // A source that cannot be read this time (the reservation ended, the job was purged) leaves its
+  // field empty: that poll tells nothing about the replacement through it.
+  std::size_t next = 1;
+  if (options.reservation && next < answers->size())
+    if (auto r = parse_scontrol_reservation(join((*answers)[next++]))) o.reservation = std::move(*r);
+  if (options.partition && next < answers->size())
+    if (auto p = parse_scontrol_partition(join((*answers)[next++]))) o.partition = std::move(*p);
+  if (options.job && next < answers->size())
+    if (auto j = parse_scontrol_job(join((*answers)[next++]))) o.job = std::move(*j);
   return o;
 }
 
@@ -68,7 +70,7 @@ std::vector<Observation> watch(Poller& poller, const WatchOptions& options, cons
                                Clock::time_point t0, std::stop_token stop, int& failed_polls) {
   // The longest any awaited stage may still come.
   auto horizon = std::max(options.timeouts.detected, options.timeouts.drained);
-  if (options.reservation) horizon = std::max(horizon, options.timeouts.replaced);
+  if (options.watches_replacement()) horizon = std::max(horizon, options.timeouts.replaced);
   if (options.wait_return) horizon = std::max(horizon, options.timeouts.returned);
 
   std::mutex mu;
@@ -89,7 +91,7 @@ std::vector<Observation> watch(Poller& poller, const WatchOptions& options, cons
     bool all = true;
     for (const auto& st : *stages) {
       const bool awaited = st.stage == Stage::kDetected || st.stage == Stage::kDrained ||
-                           (st.stage == Stage::kReplaced && options.reservation) ||
+                           (st.stage == Stage::kReplaced && options.watches_replacement()) ||
                            (st.stage == Stage::kReturned && options.wait_return);
       if (!awaited || st.reached) continue;
       const auto timeout = st.stage == Stage::kDetected  ? options.timeouts.detected

@@ -19,9 +19,13 @@ namespace cmax::drill {
 struct WatchOptions {
   std::string node;                        ///< the target
   std::optional<std::string> reservation;  ///< e.g. a REPLACE_DOWN reservation holding spares
+  std::optional<std::string> partition;    ///< a partition a spare may be added to
+  std::optional<std::string> job;          ///< a job running on the target that may be requeued
   std::chrono::milliseconds poll{5};       ///< pause between polls; each poll's own time adds to it
   StageTimeouts timeouts;
   bool wait_return = false;  ///< keep polling after the other stages for "returned" (an operator's resume)
+  /// True when "replaced" can be seen: a reservation, partition or job is watched.
+  bool watches_replacement() const { return reservation || partition || job; }
 };
 
 /// Polls Slurm through one long-lived scontrol (drill/scontrol_session.h), restarting it when it
@@ -29,7 +33,7 @@ struct WatchOptions {
 class Poller {
  public:
   explicit Poller(sched::SlurmOptions options) : options_(std::move(options)) {}
-  /// Reads the target (and the reservation) once: the drill's baseline and each poll. t_start and
+  /// Reads the target (and the reservation, partition and job watched) once, in one round trip: the drill's baseline and each poll. t_start and
   /// t_end are relative to `t0`. An error when the node cannot be read.
   Result<Observation> observe(const WatchOptions& options, std::chrono::steady_clock::time_point t0);
   const sched::SlurmOptions& options() const { return options_; }
@@ -40,8 +44,8 @@ class Poller {
 };
 
 /// Polls with two staggered pollers (each its own scontrol session; `poller` is one of them) from
-/// now until the stages it waits for (detected, drained, replaced when a reservation is
-/// watched, returned when asked) are all seen, or their timeouts pass, or `stop` is requested. A
+/// now until the stages it waits for (detected, drained, replaced when a reservation, partition
+/// or job is watched, returned when asked) are all seen, or their timeouts pass, or `stop` is requested. A
 /// poll that fails (slurmctld briefly unreachable) is skipped and counted in `failed_polls`; the
 /// observations so far are always returned.
 std::vector<Observation> watch(Poller& poller, const WatchOptions& options, const Observation& baseline,

@@ -41,28 +41,32 @@ std::vector<std::string> reboot_argv(const SlurmOptions& options, std::string_vi
           std::string(node)};
 }
 
-SlurmScheduler::SlurmScheduler(SlurmOptions options) : options_(std::move(options)) {}
-
-Result<std::string> SlurmScheduler::scontrol(std::vector<std::string> argv, std::size_t max_bytes) {
-  core::ProcessSpec spec{std::move(argv), options_.timeout, max_bytes};
+Result<std::string> run_scontrol(const SlurmOptions& options, std::vector<std::string> argv,
+                                 std::size_t max_bytes) {
+  core::ProcessSpec spec{std::move(argv), options.timeout, max_bytes};
   // Without SLURM_CONF the tools fall back to /etc/slurm and DNS; the ISO time format keeps
-  // Reason's
-  // "[user@time]" suffix parseable whatever the caller's SLURM_TIME_FORMAT.
-  if (!options_.conf_path.empty()) spec.extra_env.push_back("SLURM_CONF=" + options_.conf_path);
+  // Reason's "[user@time]" suffix parseable whatever the caller's SLURM_TIME_FORMAT.
+  if (!options.conf_path.empty()) spec.extra_env.push_back("SLURM_CONF=" + options.conf_path);
   spec.extra_env.push_back("SLURM_TIME_FORMAT=standard");
   auto r = core::run_process(spec);
   if (!r) return Unexpected<Error>{r.error()};
   auto where =
-      options_.conf_path.empty() ? std::string("the default slurm.conf") : options_.conf_path;
+      options.conf_path.empty() ? std::string("the default slurm.conf") : options.conf_path;
   if (r->timed_out)
     return fail("scontrol timed out after {} ms: is slurmctld (from {}) up and reachable?",
-                options_.timeout.count(), where);
+                options.timeout.count(), where);
   if (r->signal != 0) return fail("scontrol killed by signal {}", r->signal);
   if (r->exit_code != 0)
     return fail("scontrol exited {}: {}", r->exit_code,
                 core::clip(core::trim(r->err.empty() ? r->out : r->err), 300));
   if (r->truncated) return fail("scontrol printed more than {} bytes", max_bytes);
   return std::move(r->out);
+}
+
+SlurmScheduler::SlurmScheduler(SlurmOptions options) : options_(std::move(options)) {}
+
+Result<std::string> SlurmScheduler::scontrol(std::vector<std::string> argv, std::size_t max_bytes) {
+  return run_scontrol(options_, std::move(argv), max_bytes);
 }
 
 Result<NodeState> SlurmScheduler::read_state(std::string_view node) {

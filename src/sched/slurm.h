@@ -30,6 +30,12 @@ std::vector<std::string> resume_argv(const SlurmOptions& options, std::string_vi
 std::vector<std::string> reboot_argv(const SlurmOptions& options, std::string_view node,
                                      std::string_view reason);
 
+/// Runs `argv` (argv[0] is options.scontrol) with SLURM_CONF from options and Slurm's ISO time
+/// format, bounded by options.timeout: its standard output, or an error that says whether scontrol
+/// timed out (is slurmctld up?), died, failed (with its message) or printed more than `max_bytes`.
+Result<std::string> run_scontrol(const SlurmOptions& options, std::vector<std::string> argv,
+                                 std::size_t max_bytes = 64u << 10);
+
 /// Scheduler over Slurm's scontrol. Each call runs scontrol once or twice (state, then action),
 /// each bounded by options.timeout. Not thread-safe; cheap to construct.
 class SlurmScheduler final : public Scheduler {

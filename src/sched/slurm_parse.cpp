@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "core/strings.h"
+#include "sched/scontrol_fields.h"
 
 namespace cmax::sched {
 namespace {
@@ -26,21 +27,9 @@ constexpr std::array<std::pair<char, std::string_view>, 9> kSuffixFlags = {
 
 constexpr std::string_view kReasonKey = " Reason=";
 
-struct Field {
-  std::string_view key;
-  std::string value;
-};
-
 bool is_upper_word(std::string_view s) {
   return !s.empty() &&
          std::all_of(s.begin(), s.end(), [](char c) { return (c >= 'A' && c <= 'Z') || c == '_'; });
-}
-
-bool is_key(std::string_view k) {
-  if (k.empty() || !((k[0] >= 'A' && k[0] <= 'Z') || (k[0] >= 'a' && k[0] <= 'z'))) return false;
-  return std::all_of(k.begin(), k.end(), [](char c) {
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
-  });
 }
 
 bool is_space(char c) { return c == ' ' || c == '\t'; }
@@ -56,22 +45,7 @@ bool starts_with_key(std::string_view text) {
   std::size_t i = 0;
   auto token = next_token(text, i);
   auto eq = token.find('=');
-  return eq != std::string_view::npos && is_key(token.substr(0, eq));
-}
-
-// "K=V K2=V2 more words K3=V3": a token without a key continues the value before it (OS= holds
-// spaces). The caller makes sure the text starts with a key.
-void split_fields(std::string_view text, std::vector<Field>& fields) {
-  std::size_t i = 0;
-  for (auto token = next_token(text, i); !token.empty(); token = next_token(text, i)) {
-    auto eq = token.find('=');
-    if (eq != std::string_view::npos && is_key(token.substr(0, eq))) {
-      fields.push_back({token.substr(0, eq), std::string(token.substr(eq + 1))});
-    } else if (!fields.empty()) {
-      fields.back().value += ' ';
-      fields.back().value += token;
-    }
-  }
+  return eq != std::string_view::npos && is_scontrol_key(token.substr(0, eq));
 }
 
 struct ReasonParts {
@@ -93,19 +67,6 @@ ReasonParts split_reason(std::string_view tail) {
     return {core::trim(tail.substr(0, i)), inner.substr(0, at), inner.substr(at + 1), rest};
   }
   return {core::trim(tail), {}, {}, {}};
-}
-
-// The one non-empty line of `text`, or an error.
-Result<std::string_view> single_line(std::string_view text) {
-  std::string_view found;
-  int lines = 0;
-  for (auto line : core::split_lines(text)) {
-    if (core::trim(line).empty()) continue;
-    if (++lines == 1) found = core::trim(line);
-  }
-  if (lines == 0) return fail("scontrol printed nothing");
-  if (lines > 1) return fail("scontrol printed {} lines, expected one node", lines);
-  return found;
 }
 
 }  // namespace
@@ -146,44 +107,41 @@ namespace {
 Result<NodeState> parse_node_line(std::string_view line) {
   if (!line.starts_with("NodeName="))
     return fail("not a node line (no NodeName= first): \"{}\"", core::clip(line, 80));
-  std::vector<Field> fields;
+  std::vector<ScontrolField> fields;
   ReasonParts reason;
   std::string_view head = line;
   if (auto pos = head.find(kReasonKey); pos != std::string_view::npos) {
     reason = split_reason(head.substr(pos + kReasonKey.size()));
     head = head.substr(0, pos);
   }
-  split_fields(head, fields);
-  split_fields(reason.rest, fields);
+  split_scontrol_fields(head, fields);
+  split_scontrol_fields(reason.rest, fields);
   if (fields[0].value.empty())
     return fail("node line with an empty NodeName=: \"{}\"", core::clip(line, 80));
 
   NodeState node;
   node.name = fields[0].value;
-  auto state =
-      std::find_if(fields.begin(), fields.end(), [](const Field& f) { return f.key == "State"; });
-  if (state == fields.end())
+  const std::string* state = find_scontrol_field(fields, "State");
+  if (state == nullptr)
     return fail("node {}: no State= field (truncated output?): \"{}\"", node.name,
                 core::clip(line, 80));
-  auto parsed = parse_slurm_state(state->value);
+  auto parsed = parse_slurm_state(*state);
   if (!parsed) return fail("node {}: {}", node.name, parsed.error().message);
-  node.state = state->value;
+  node.state = *state;
   node.base = std::move(parsed->base);
   node.flags = std::move(parsed->flags);
   node.reason = std::string(reason.reason);
   node.reason_user = std::string(reason.user);
   node.reason_time = std::string(reason.time);
-  auto partitions =
-      std::find_if(fields.begin(), fields.end(), [](const Field& f) { return f.key == "Partitions"; });
-  if (partitions != fields.end())
-    for (auto p : core::split_any(partitions->value, ",")) node.partitions.emplace_back(p);
+  if (const std::string* partitions = find_scontrol_field(fields, "Partitions"))
+    for (auto p : core::split_any(*partitions, ",")) node.partitions.emplace_back(p);
   return node;
 }
 
 }  // namespace
 
 Result<NodeState> parse_scontrol_node(std::string_view text) {
-  auto line = single_line(text);
+  auto line = single_scontrol_line(text, "node");
   if (!line) return Unexpected<Error>{line.error()};
   return parse_node_line(*line);
 }

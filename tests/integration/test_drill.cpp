@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/process.h"
+#include "core/strings.h"
 #include "support/daemon.h"
 #include "support/kmsg.h"
 #include "support/slurm_cluster.h"
@@ -279,6 +280,114 @@ TEST_F(Drill, WaitReturnTimesTheOperatorsResume) {
   ASSERT_TRUE((*returned)["reached"].get<bool>()) << d.report.dump(2);
   EXPECT_GT((*returned)["at_ms"].get<double>(), (*detected)["at_ms"].get<double>() + 400);
   EXPECT_EQ(d.exit_code, 0) << d.report.dump(2);
+}
+
+// The two other ways a site replaces a failed node, with the test as the site's automation: once
+// the detector (cmaxd) has drained the node, requeue its job and start it at once (Slurm would hold
+// a requeued job for 121 s), or add a spare to the partition.
+class DrillReplacement : public Drill {
+ protected:
+  // sbatch a requeueable job and wait until it runs: its id and node.
+  static std::pair<std::string, std::string> start_job(SlurmCluster& c) {
+    auto r = cmax::core::run_process({{"sbatch", "--parsable", "--requeue", "-N1", "-o", "/dev/null", "--wrap", "sleep 300"},
+                                      10s, 1u << 16, {"SLURM_CONF=" + c.conf_path()}});
+    EXPECT_TRUE(r && r->exit_code == 0) << (r ? r->out + r->err : r.error().message);
+    if (!r) return {};
+    const std::string id(cmax::core::trim(r->out));
+    for (int i = 0; i < 500; ++i) {
+      auto show = c.scontrol({"-o", "show", "job", id});
+      std::smatch m;
+      static const std::regex kRunning(R"(JobState=RUNNING .* NodeList=(\S+))");
+      if (show && std::regex_search(show->out, m, kRunning)) return {id, m[1].str()};
+      std::this_thread::sleep_for(20ms);
+    }
+    ADD_FAILURE() << "job " << id << " never ran";
+    return {id, ""};
+  }
+
+  static cmax::Result<cmax::test::Daemon> cmaxd_for(SlurmCluster& c, const std::string& node) {
+    return cmax::test::Daemon::start({CMAXD_BIN, "--node", node, "--db", (c.dir() / "cmaxd.db").string(),
+                                      "--slurm-conf", c.conf_path(), "--from-now", "--metrics-listen", "", "--no-nvml",
+                                      "--no-ib", "--fleet-max-percent", "50"},
+                                     {}, c.dir() / "cmaxd.log");
+  }
+};
+
+TEST_F(DrillReplacement, AJobRequeuedOntoAnotherNodeIsTheReplacement) {
+  if (!cmax::test::find_system_program("sbatch")) GTEST_SKIP() << "sbatch is not installed";
+  auto c = SlurmCluster::start({.nodes = 4});
+  ASSERT_TRUE(c) << c.error().message;
+  auto& cluster = **c;
+  auto [job, node] = start_job(cluster);
+  ASSERT_FALSE(node.empty());
+  auto agent = cmaxd_for(cluster, node);
+  ASSERT_TRUE(agent) << agent.error().message;
+  std::this_thread::sleep_for(500ms);
+  std::jthread site([&, job = job, node = node](std::stop_token stop) {
+    auto drained = cluster.wait_for(node, [](const cmax::sched::NodeState& n) { return n.drain_flag(); }, 10s);
+    if (!drained || stop.stop_requested()) return;
+    (void)cluster.scontrol({"requeue", job});
+    // The requeue completes asynchronously and then sets the 121 s hold: lift it once it is there.
+    for (int i = 0; i < 500 && !stop.stop_requested(); ++i) {
+      auto show = cluster.scontrol({"-o", "show", "job", job});
+      if (show && show->out.find("JobState=PENDING Reason=BeginTime") != std::string::npos) break;
+      std::this_thread::sleep_for(10ms);
+    }
+    (void)cluster.scontrol({"update", "JobId=" + job, "StartTime=now"});
+  });
+  auto d = drill(cluster, {"--scenario", "xid79", "--nodes", node, "--yes", "--job", job, "--detect-timeout-s", "10",
+                           "--drain-timeout-s", "10", "--replace-timeout-s", "15"});
+  auto final_job = cluster.scontrol({"-o", "show", "job", job});
+  std::string ctld_log;
+  {
+    std::ifstream in(cluster.dir() / "log" / "slurmctld.log");
+    ctld_log.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  (void)cmax::core::run_process({{"scancel", job}, 5s, 1u << 16, {"SLURM_CONF=" + cluster.conf_path()}});
+  ASSERT_TRUE(d.report.is_object()) << d.out << d.err;
+  SCOPED_TRACE("job at the end: " + (final_job ? final_job->out : std::string()) + "\nslurmctld.log:\n" + ctld_log);
+  const json* detected = stage(d.report, "detected");
+  const json* drained = stage(d.report, "drained");
+  const json* replaced = stage(d.report, "replaced");
+  ASSERT_TRUE(detected && drained && replaced);
+  EXPECT_TRUE((*detected)["reached"].get<bool>()) << d.report.dump(2);
+  EXPECT_TRUE((*drained)["reached"].get<bool>()) << d.report.dump(2);  // the job left: nothing runs
+  ASSERT_TRUE((*replaced)["reached"].get<bool>()) << d.report.dump(2);
+  EXPECT_NE((*replaced)["how"].get<std::string>().find("job " + job + " requeued (restart 1) onto "), std::string::npos)
+      << (*replaced)["how"];
+  EXPECT_EQ((*replaced)["how"].get<std::string>().find(node), std::string::npos) << (*replaced)["how"];
+  EXPECT_GT((*replaced)["at_ms"].get<double>(), (*detected)["at_ms"].get<double>());
+  EXPECT_EQ(d.report["job"], job);
+  EXPECT_EQ(d.exit_code, 0) << d.report.dump(2);
+  std::printf("[ measure  ] drill with cmaxd and a requeue: detected %.1f ms, drained %.1f ms, replaced %.1f ms (%s)\n",
+              (*detected)["at_ms"].get<double>(), (*drained)["at_ms"].get<double>(), (*replaced)["at_ms"].get<double>(),
+              (*replaced)["how"].get<std::string>().c_str());
+}
+
+TEST_F(DrillReplacement, ASpareAddedToThePartitionIsTheReplacement) {
+  auto c = SlurmCluster::start({.nodes = 4, .spares = 1, .extra_conf = {"PartitionName=gpu Nodes=n[1-4] State=UP"}});
+  ASSERT_TRUE(c) << c.error().message;
+  auto& cluster = **c;
+  auto agent = cmaxd_for(cluster, "n3");
+  ASSERT_TRUE(agent) << agent.error().message;
+  std::this_thread::sleep_for(500ms);
+  std::jthread site([&](std::stop_token stop) {
+    auto drained = cluster.wait_for("n3", [](const cmax::sched::NodeState& n) { return n.drain_flag(); }, 10s);
+    if (!drained || stop.stop_requested()) return;
+    (void)cluster.scontrol({"update", "PartitionName=gpu", "Nodes=n[1-4],spare1"});
+  });
+  auto d = drill(cluster, {"--scenario", "xid79", "--nodes", "n3", "--yes", "--partition", "gpu", "--detect-timeout-s",
+                           "10", "--drain-timeout-s", "10", "--replace-timeout-s", "15"});
+  ASSERT_TRUE(d.report.is_object()) << d.out << d.err;
+  const json* replaced = stage(d.report, "replaced");
+  ASSERT_TRUE(replaced);
+  ASSERT_TRUE((*replaced)["reached"].get<bool>()) << d.report.dump(2);
+  EXPECT_EQ((*replaced)["how"], "spare1 joined partition gpu");
+  EXPECT_EQ(d.exit_code, 0) << d.report.dump(2);
+  // A job that is not running on the target is refused before anything is injected.
+  auto refused = drill(cluster, {"--scenario", "xid79", "--nodes", "n2", "--yes", "--job", "999999"});
+  EXPECT_EQ(refused.exit_code, 3) << refused.out << refused.err;
+  EXPECT_NE(refused.err.find("nothing was injected"), std::string::npos) << refused.err;
 }
 
 }  // namespace

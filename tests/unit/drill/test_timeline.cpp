@@ -224,9 +224,11 @@ TEST(Timeline, ReplacementIsASpareJoiningOrTheTargetLeaving) {
   auto joined = stages(base, {obs(0, 5, "IDLE+DRAIN", "x", resv({"n1", "n2", "spare2"}))});
   ASSERT_EQ(joined.size(), 4u);
   EXPECT_TRUE(joined[2].reached);
+  EXPECT_EQ(joined[2].how, "spare2 joined reservation drill");
   auto left = stages(base, {obs(0, 5, "IDLE+DRAIN", "x", resv({"n2"}))});
   ASSERT_EQ(left.size(), 4u);
   EXPECT_TRUE(left[2].reached);
+  EXPECT_EQ(left[2].how, "n1 left reservation drill");
   auto same = stages(base, {obs(0, 5, "IDLE+DRAIN", "x", resv({"n2", "n1"}))});
   ASSERT_EQ(same.size(), 4u);
   EXPECT_FALSE(same[2].reached);
@@ -310,4 +312,81 @@ TEST(Timeline, NamesOfStagesAndVerdicts) {
   EXPECT_EQ(cmax::drill::verdict_name(Verdict::kNever), "never");
   EXPECT_EQ(cmax::drill::verdict_name(Verdict::kPending), "pending");
   EXPECT_EQ(cmax::drill::verdict_name(Verdict::kSkipped), "skipped");
+}
+
+namespace {
+
+cmax::drill::Job job(std::vector<std::string> nodes, int restarts, const std::string& state = "RUNNING") {
+  cmax::drill::Job j;
+  j.id = "12";
+  j.state = state;
+  j.nodes = std::move(nodes);
+  j.restarts = restarts;
+  return j;
+}
+
+Observation with_job(Observation o, std::optional<cmax::drill::Job> j) {
+  o.job = std::move(j);
+  return o;
+}
+
+Observation with_partition(Observation o, std::vector<std::string> nodes) {
+  cmax::drill::Partition p;
+  p.name = "batch";
+  p.nodes = std::move(nodes);
+  o.partition = std::move(p);
+  return o;
+}
+
+}  // namespace
+
+TEST(Timeline, AJobRequeuedOntoAnotherNodeIsTheReplacement) {
+  auto base = with_job(baseline(), job({"n1"}, 0));
+  auto s = stages(base, {
+                            with_job(obs(0, 5, "IDLE+DRAIN", "x"), job({"n1"}, 0)),
+                            with_job(obs(100, 105, "IDLE+DRAIN", "x"), job({}, 1, "PENDING")),  // requeued, held
+                            with_job(obs(200, 205, "IDLE+DRAIN", "x"), std::nullopt),           // could not tell
+                            with_job(obs(300, 305, "IDLE+DRAIN", "x"), job({"n2"}, 1)),
+                        });
+  ASSERT_EQ(s.size(), 4u);
+  EXPECT_TRUE(s[2].reached);
+  EXPECT_EQ(s[2].observation, 3u);
+  EXPECT_DOUBLE_EQ(s[2].lower_ms, 100);
+  EXPECT_DOUBLE_EQ(s[2].at_ms, 305);
+  EXPECT_EQ(s[2].how, "job 12 requeued (restart 1) onto n2");
+  // Running again on the target itself, or still on it, replaces nothing.
+  auto again = stages(base, {with_job(obs(0, 5, "IDLE+DRAIN", "x"), job({"n1"}, 1))});
+  EXPECT_FALSE(again[2].reached);
+  // A job that was not running on the target cannot show a requeue: an error, before any poll.
+  auto elsewhere = with_job(baseline(), job({"n3"}, 0));
+  auto r = compute_stages(elsewhere, {});
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("not running on n1"), std::string::npos) << r.error().message;
+  auto pending = with_job(baseline(), job({}, 0, "PENDING"));
+  EXPECT_FALSE(compute_stages(pending, {}));
+}
+
+TEST(Timeline, ANodeJoiningThePartitionIsTheReplacement) {
+  auto base = with_partition(baseline(), {"n1", "n2", "n3"});
+  auto s = stages(base, {
+                            with_partition(obs(0, 5, "IDLE+DRAIN", "x"), {"n1", "n2", "n3"}),
+                            with_partition(obs(50, 55, "IDLE+DRAIN", "x"), {"n2", "n3"}),  // target removed: not yet
+                            with_partition(obs(90, 95, "IDLE+DRAIN", "x"), {"n2", "n3", "n4"}),
+                        });
+  EXPECT_TRUE(s[2].reached);
+  EXPECT_DOUBLE_EQ(s[2].lower_ms, 50);
+  EXPECT_DOUBLE_EQ(s[2].at_ms, 95);
+  EXPECT_EQ(s[2].how, "n4 joined partition batch");
+}
+
+TEST(Timeline, WithSeveralSourcesTheFirstToShowItWinsAndSaysHow) {
+  auto base = with_job(with_partition(baseline("", resv({"n1", "n2"})), {"n1", "n2"}), job({"n1"}, 0));
+  auto p1 = with_job(with_partition(obs(0, 5, "IDLE+DRAIN", "x", resv({"n1", "n2"})), {"n1", "n2"}), job({"n1"}, 0));
+  auto p2 = with_job(with_partition(obs(10, 15, "IDLE+DRAIN", "x", std::nullopt), {"n1", "n2"}), job({"n2"}, 1));
+  auto s = stages(base, {p1, p2});
+  EXPECT_TRUE(s[2].reached);
+  EXPECT_EQ(s[2].how, "job 12 requeued (restart 1) onto n2");
+  auto spare = stages(base, {with_job(with_partition(obs(0, 5, "IDLE+DRAIN", "x", resv({"n2", "spare1"})), {"n1", "n2"}),
+                                      job({"n1"}, 0))});
+  EXPECT_EQ(spare[2].how, "spare1 joined reservation drill");
 }
