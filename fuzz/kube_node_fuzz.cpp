@@ -1,7 +1,7 @@
-// libFuzzer target: what cmax reads from a Kubernetes API server (a Node, a NodeList, a Status)
-// and the patches it builds from a Node it read. Invariants: no crash on any bytes; a parsed node
+// libFuzzer target: what cmax reads from a Kubernetes API server (a Node, a NodeList, a Status,
+// and the drill's view of a Node with its PodList) and the patches it builds from a Node it read. Invariants: no crash on any bytes; a parsed node
 // has a name; a hold patch and a release patch built from it are valid JSON arrays whose first op
-// tests the resourceVersion read.
+// tests the resourceVersion read; a drill view has a name and a known base state.
 
 #include <cstddef>
 #include <cstdint>
@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "drill/kube_view.h"
 #include "sched/kubernetes_parse.h"
 
 namespace {
@@ -39,6 +40,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   if (auto page = kube::parse_node_list(in))
     for (const auto& n : page->nodes) check(!n.name.empty());
+  // The bytes as the Node next to an empty PodList, and as the PodList next to a plain Node.
+  constexpr std::string_view kNode = R"({"kind":"Node","metadata":{"name":"k1"},"status":{"conditions":[{"type":"Ready","status":"True"}]}})";
+  constexpr std::string_view kPods = R"({"kind":"PodList","items":[]})";
+  for (auto v : {cmax::drill::kube_view(in, kPods, {"a"}), cmax::drill::kube_view(kNode, in, {})})
+    if (v) check(!v->state.name.empty() && (v->state.base == "IDLE" || v->state.base == "ALLOCATED" || v->state.base == "DOWN"));
   (void)kube::status_message(in);
   (void)kube::parse_api_url(in);
   return 0;

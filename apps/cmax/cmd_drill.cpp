@@ -27,6 +27,7 @@
 #include "drill/watch.h"
 #include "report/run_dir.h"
 #include "sched/policy.h"
+#include "sched/kubernetes.h"
 #include "sched/slurm.h"
 
 namespace cmax::app {
@@ -43,7 +44,46 @@ struct DrillFlags {
   int detect_timeout_s = 900, drain_timeout_s = 1800, replace_timeout_s = 1800, return_timeout_s = 3600;
   int detect_threshold_s = 60, drain_threshold_s = 300, replace_threshold_s = 900;
   std::string drill_id;
+  std::string scheduler = "slurm", kube_api, kube_token, kube_ca;
+  bool kubernetes() const { return scheduler == "kubernetes"; }
 };
+
+Result<sched::KubernetesOptions> kube_options(const DrillFlags& f, bool dry_run) {
+  sched::KubernetesOptions ko;
+  if (f.kube_api.empty()) {
+    auto in = sched::KubernetesOptions::in_cluster();
+    if (!in) return fail("{} (or give --kube-api)", in.error().message);
+    ko = *in;
+  } else {
+    ko.api_url = f.kube_api;
+  }
+  if (!f.kube_token.empty()) ko.token_path = f.kube_token;
+  if (!f.kube_ca.empty()) ko.ca_path = f.kube_ca;
+  ko.timeout = std::chrono::milliseconds(f.scontrol_timeout_ms);
+  ko.dry_run = dry_run;
+  return ko;
+}
+
+// The scheduler a drill watches and cleanup resumes through, and a poller of it.
+struct Backend {
+  std::unique_ptr<sched::Scheduler> scheduler;
+  std::unique_ptr<drill::Poller> poller;
+};
+
+Result<Backend> make_backend(const DrillFlags& f, bool dry_run) {
+  Backend b;
+  if (f.kubernetes()) {
+    auto ko = kube_options(f, dry_run);
+    if (!ko) return Unexpected<Error>{ko.error()};
+    b.scheduler = std::make_unique<sched::KubernetesScheduler>(*ko);
+    b.poller = std::make_unique<drill::KubePoller>(*ko);
+  } else {
+    sched::SlurmOptions so{f.slurm_conf, std::chrono::milliseconds(f.scontrol_timeout_ms), dry_run};
+    b.scheduler = std::make_unique<sched::SlurmScheduler>(so);
+    b.poller = std::make_unique<drill::SlurmPoller>(so);
+  }
+  return b;
+}
 
 int env_error(const std::string& msg) {
   fmt::print(stderr, "cmax drill: {}\n", msg);
@@ -139,12 +179,28 @@ int run_drill(const DrillFlags& f0) {
   if (static_cast<int>(nodes->size()) > f.max_nodes)
     return env_error(fmt::format("--nodes names {} nodes; one drill may touch at most {} (--max-nodes)", nodes->size(),
                                  f.max_nodes));
-  for (const auto& n : *nodes)
-    if (auto r = sched::check_node_name(n); !r) return env_error(fmt::format("--nodes: {}", r.error().message));
-
-  sched::SlurmScheduler slurm({f.slurm_conf, std::chrono::milliseconds(f.scontrol_timeout_ms), false});
+  for (const auto& n : *nodes) {
+    auto r = f.kubernetes() ? sched::kube::check_node_name(n) : sched::check_node_name(n);
+    if (!r) return env_error(fmt::format("--nodes: {}", r.error().message));
+  }
   const std::string here = short_hostname();
-  auto is_local = [&](const std::string& node) { return f.inject == "local" || (f.inject == "auto" && node == here); };
+  if (f.kubernetes()) {
+    if (!f.reservation.empty() || !f.partition.empty() || !f.job.empty())
+      return env_error("--reservation, --partition and --job are Slurm's; on Kubernetes the drill times detected, drained "
+                       "and returned");
+    if (f.inject == "srun") return env_error("--inject srun needs Slurm; on Kubernetes run cmax drill on the node itself");
+    for (const auto& n : *nodes)
+      if (f.inject == "auto" && n != here)
+        return env_error(fmt::format(
+            "on Kubernetes the injection is local: run cmax drill on node {} itself (a privileged pod or kubectl debug "
+            "node/{}), or pass --inject local if this machine ({}) is that node under another name",
+            n, n, here));
+  }
+  auto backend = make_backend(f, false);
+  if (!backend) return env_error(backend.error().message);
+  auto is_local = [&](const std::string& node) {
+    return f.inject == "local" || (f.inject == "auto" && (node == here || f.kubernetes()));
+  };
 
   // The plan, always; without --yes it is all that happens.
   if (!f.yes || !f.json) {
@@ -157,7 +213,8 @@ int run_drill(const DrillFlags& f0) {
     if (!f.reservation.empty()) replaced_by.push_back("a spare joins reservation " + f.reservation);
     if (!f.partition.empty()) replaced_by.push_back("a node joins partition " + f.partition);
     if (!f.job.empty()) replaced_by.push_back("job " + f.job + " runs again elsewhere");
-    fmt::print("  then watch Slurm every {} ms: detected (threshold {} s), drained ({} s){}{}\n", f.poll_ms,
+    fmt::print("  then watch {} every {} ms: detected (threshold {} s), drained ({} s){}{}\n",
+               f.kubernetes() ? "Kubernetes" : "Slurm", f.poll_ms,
                f.detect_threshold_s, f.drain_threshold_s,
                replaced_by.empty() ? "" : fmt::format(", replaced when {} ({} s)", fmt::join(replaced_by, " or "), f.replace_threshold_s),
                f.wait_return ? ", returned to service" : "");
@@ -167,7 +224,16 @@ int run_drill(const DrillFlags& f0) {
   // Everything is checked before anything is injected: a drill changes nothing when it cannot run.
   std::vector<sched::NodeState> before;
   for (const auto& n : *nodes) {
-    auto s = slurm.node_state(n);
+    // On Kubernetes also the drill's own view: any cordon, a NotReady node (cmax's node_state sees
+    // only cmax's own marks, which the drill's view takes for the node's own taints).
+    auto s = backend->scheduler->node_state(n);
+    if (s && f.kubernetes() && !s->drain_flag()) {
+      drill::WatchOptions wo;
+      wo.node = n;
+      auto o = backend->poller->another()->observe(wo, Clock::now());
+      if (o) s = o->target;
+      else s = Unexpected<Error>{o.error()};
+    }
     if (!s) return env_error(fmt::format("{}; nothing was injected", s.error().message));
     if (s->drain_flag() || s->down())
       return env_error(fmt::format("node {} is already out of service ({}{}): a drill there measures nothing; "
@@ -175,16 +241,17 @@ int run_drill(const DrillFlags& f0) {
                                    n, s->state, s->reason.empty() ? "" : ", reason \"" + s->reason + "\""));
     before.push_back(*s);
   }
+  const sched::SlurmOptions slurm_options{f.slurm_conf, std::chrono::milliseconds(f.scontrol_timeout_ms), false};
   if (!f.reservation.empty())
-    if (auto r = drill::read_reservation(slurm.options(), f.reservation); !r)
+    if (auto r = drill::read_reservation(slurm_options, f.reservation); !r)
       return env_error(fmt::format("{}; nothing was injected", r.error().message));
   if (!f.partition.empty()) {
-    auto out = sched::run_scontrol(slurm.options(), {slurm.options().scontrol, "-o", "show", "partition", f.partition});
+    auto out = sched::run_scontrol(slurm_options, {slurm_options.scontrol, "-o", "show", "partition", f.partition});
     auto p = out ? drill::parse_scontrol_partition(*out) : Result<drill::Partition>(Unexpected<Error>{out.error()});
     if (!p) return env_error(fmt::format("read partition {}: {}; nothing was injected", f.partition, p.error().message));
   }
   if (!f.job.empty()) {
-    auto out = sched::run_scontrol(slurm.options(), {slurm.options().scontrol, "-o", "show", "job", f.job});
+    auto out = sched::run_scontrol(slurm_options, {slurm_options.scontrol, "-o", "show", "job", f.job});
     auto j = out ? drill::parse_scontrol_job(*out) : Result<drill::Job>(Unexpected<Error>{out.error()});
     if (!j) return env_error(fmt::format("read job {}: {}; nothing was injected", f.job, j.error().message));
     for (const auto& n : *nodes)
@@ -218,6 +285,7 @@ int run_drill(const DrillFlags& f0) {
               {"title", scenario->title},
               {"expect", signals::to_string(scenario->expect)},
               {"poll_ms", f.poll_ms},
+              {"scheduler", f.scheduler},
               {"reservation", f.reservation.empty() ? json(nullptr) : json(f.reservation)},
               {"partition", f.partition.empty() ? json(nullptr) : json(f.partition)},
               {"job", f.job.empty() ? json(nullptr) : json(f.job)},
@@ -234,7 +302,8 @@ int run_drill(const DrillFlags& f0) {
     wo.poll = std::chrono::milliseconds(f.poll_ms);
     wo.timeouts = timeouts;
     wo.wait_return = f.wait_return;
-    drill::Poller poller(slurm.options());
+    auto poller_ptr = backend->poller->another();
+    drill::Poller& poller = *poller_ptr;
     auto t0 = Clock::now();
     auto baseline = poller.observe(wo, t0);
     if (!baseline) return env_error(baseline.error().message);
@@ -338,12 +407,16 @@ int run_cleanup(const DrillFlags& f) {
   auto report = json::parse(in, nullptr, false);
   if (report.is_discarded() || report.value("schema", "") != "cmax.drill/1")
     return env_error(fmt::format("{}/drill.json: not a cmax.drill/1 report", f.run_dir));
-  sched::SlurmScheduler slurm({f.slurm_conf, std::chrono::milliseconds(f.scontrol_timeout_ms), !f.yes});
+  DrillFlags g = f;
+  g.scheduler = report.value("scheduler", "slurm");
+  auto backend = make_backend(g, !f.yes);
+  if (!backend) return env_error(backend.error().message);
+  sched::Scheduler& scheduler = *backend->scheduler;
   int code = kExitOk;
   for (const auto& n : report["nodes"]) {
     const std::string node = n.value("node", "");
     const std::string before = n.contains("before") ? n["before"].value("state", "") : "";
-    auto now = slurm.node_state(node);
+    auto now = scheduler.node_state(node);
     if (!now) {
       fmt::print("{}: {}\n", node, now.error().message);
       code = kExitEnv;
@@ -354,7 +427,7 @@ int run_cleanup(const DrillFlags& f) {
       continue;
     }
     // The drill's detector set the reason, not cmax: resuming needs force, and is what was asked.
-    auto r = slurm.resume(node, sched::Force::kYes);
+    auto r = scheduler.resume(node, sched::Force::kYes);
     if (!r) {
       fmt::print("{}: {}\n", node, r.error().message);
       code = kExitEnv;
@@ -372,24 +445,39 @@ Runner setup_drill(CLI::App& sub) {
   auto f = std::make_shared<DrillFlags>();
   sub.description(
       "Fault drills: write into the kernel ring buffer the exact lines a failing GPU or node prints\n"
-      "(data/drills.json; docs/drills.md), then time through Slurm, black-box, how the provider's stack\n"
-      "reacts: injected -> detected (DRAIN/DOWN or a new reason) -> drained (nothing running) -> replaced (a\n"
-      "spare joined --reservation or --partition, or --job runs again on other nodes) -> returned (back in\n"
-      "service, with --wait-return). Each stage has a\n"
+      "(data/drills.json; docs/drills.md), then time through Slurm or Kubernetes, black-box, how the\n"
+      "provider's stack reacts: injected -> detected (DRAIN/DOWN or a new reason) -> drained (nothing\n"
+      "running) -> replaced (a spare joined --reservation or --partition, or --job runs again on other\n"
+      "nodes) -> returned (back in service, with --wait-return). Each stage has a\n"
       "timeout and a verdict; 'never' is a result. Times carry their uncertainty: the event happened\n"
       "between the last poll that did not see it and the first that did.\n\n"
+      "On Kubernetes (--scheduler kubernetes) detected is a cordon, a new NoSchedule/NoExecute taint, a\n"
+      "problem condition (node-problem-detector's) or NotReady; drained is that with no workload pod left\n"
+      "(DaemonSet and static pods do not count); there is no replaced stage.\n\n"
       "Nothing is injected without --nodes and --yes; without --yes the plan is printed. A drill refuses\n"
-      "nodes already out of service, unknown nodes, or an unreachable slurmctld, and then changes nothing.\n"
+      "nodes already out of service, unknown nodes, or an unreachable slurmctld or API server, and then\n"
+      "changes nothing.\n"
       "Exit codes: 0 every awaited stage within its threshold; 1 a stage slow or never; 3 usage or\n"
       "environment error.");
   sub.require_subcommand(1);
   auto common = [f](CLI::App* c) {
     c->add_option("--slurm-conf", f->slurm_conf, "slurm.conf for scontrol and srun (SLURM_CONF)");
-    c->add_option("--scontrol-timeout-ms", f->scontrol_timeout_ms, "Deadline of each scontrol call")->capture_default_str();
+    c->add_option("--scontrol-timeout-ms", f->scontrol_timeout_ms, "Deadline of each scontrol call or API request")
+        ->capture_default_str();
+    c->add_option("--kube-api", f->kube_api,
+                  "Kubernetes API server URL (default: in-cluster, from KUBERNETES_SERVICE_HOST/PORT; plain http\n"
+                  "only to loopback)");
+    c->add_option("--kube-token-file", f->kube_token, "Bearer token file (default: the pod's service account token)");
+    c->add_option("--kube-ca-file", f->kube_ca, "CA bundle for the API server (default: the service account's ca.crt)");
   };
   auto* list = sub.add_subcommand("list", "List the scenarios");
   auto* run = sub.add_subcommand("run", "Inject a scenario on --nodes and time the reaction");
   run->add_option("--scenario", f->scenario, "Scenario id (cmax drill list)")->required();
+  run->add_option("--scheduler", f->scheduler,
+                  "What to watch: 'slurm' (scontrol) or 'kubernetes' (the Node and its pods through the API: a\n"
+                  "cordon, any new NoSchedule/NoExecute taint, a problem condition, NotReady)")
+      ->check(CLI::IsMember({"slurm", "kubernetes"}))
+      ->capture_default_str();
   run->add_option("--nodes", f->nodes, "Target nodes, a Slurm hostlist (n1,n2 or n[1-2])");
   run->add_flag("--yes", f->yes, "Inject for real (without it: print the plan)");
   run->add_option("--max-nodes", f->max_nodes, "The most nodes one drill may touch")->capture_default_str();

@@ -7,6 +7,7 @@
 
 #include "core/process.h"
 #include "core/strings.h"
+#include "drill/kube_view.h"
 #include "sched/slurm_parse.h"
 
 namespace cmax::drill {
@@ -28,7 +29,7 @@ Result<Reservation> read_reservation(const sched::SlurmOptions& options, const s
   return res;
 }
 
-Result<Observation> Poller::observe(const WatchOptions& options, Clock::time_point t0) {
+Result<Observation> SlurmPoller::observe(const WatchOptions& options, Clock::time_point t0) {
   if (!session_) {
     auto s = ScontrolSession::start(options_.scontrol, options_.conf_path);
     if (!s) return Unexpected<Error>{s.error()};
@@ -63,6 +64,32 @@ Result<Observation> Poller::observe(const WatchOptions& options, Clock::time_poi
     if (auto p = parse_scontrol_partition(join((*answers)[next++]))) o.partition = std::move(*p);
   if (options.job && next < answers->size())
     if (auto j = parse_scontrol_job(join((*answers)[next++]))) o.job = std::move(*j);
+  return o;
+}
+
+std::unique_ptr<Poller> KubePoller::another() const {
+  auto p = std::make_unique<KubePoller>(options_);
+  p->taints_before_ = taints_before_;
+  return p;
+}
+
+Result<Observation> KubePoller::observe(const WatchOptions& options, Clock::time_point t0) {
+  if (auto r = sched::kube::check_node_name(options.node); !r) return Unexpected<Error>{r.error()};
+  Observation o;
+  o.t_start = since(t0);
+  auto node = api_.get("/api/v1/nodes/" + options.node);
+  if (!node) return fail("read node {}: {}", options.node, node.error().message);
+  auto pods = api_.get("/api/v1/pods?fieldSelector=" + sched::kube::encode_query_value("spec.nodeName=" + options.node));
+  o.t_end = since(t0);
+  if (!pods) return fail("read the pods on node {}: {}", options.node, pods.error().message);
+  auto v = kube_view(*node, *pods, taints_before_ ? *taints_before_ : std::vector<std::string>{});
+  if (!v) return fail("read node {}: {}", options.node, v.error().message);
+  if (!taints_before_) {  // the baseline: the taints it carries now are the node's own
+    taints_before_ = v->taint_keys;
+    v = kube_view(*node, *pods, *taints_before_);
+    if (!v) return fail("read node {}: {}", options.node, v.error().message);
+  }
+  o.target = std::move(v->state);
   return o;
 }
 
@@ -133,8 +160,8 @@ std::vector<Observation> watch(Poller& poller, const WatchOptions& options, cons
     }
   };
   {
-    Poller second(poller.options());
-    std::jthread other([&] { loop(second, 1); });
+    auto second = poller.another();
+    std::jthread other([&] { loop(*second, 1); });
     loop(poller, 0);
   }
   failed_polls += failed.load();

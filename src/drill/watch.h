@@ -1,9 +1,10 @@
 #pragma once
-// The drill's watcher: polls Slurm black-box (the target node's state, and a reservation when one
-// is watched) from the injection on, until every stage it waits for is seen or timed out. The
+// The drill's watcher: polls the scheduler black-box (on Slurm the target node's state, and a
+// reservation, partition or job when one is watched; on Kubernetes the Node and its pods) from the injection on, until every stage it waits for is seen or timed out. The
 // timings come from drill/timeline.h over what it observed.
 
 #include <chrono>
+#include <memory>
 #include <optional>
 #include <stop_token>
 #include <string>
@@ -12,6 +13,7 @@
 #include "core/result.h"
 #include "drill/scontrol_session.h"
 #include "drill/timeline.h"
+#include "sched/kubernetes.h"
 #include "sched/slurm.h"
 
 namespace cmax::drill {
@@ -28,19 +30,46 @@ struct WatchOptions {
   bool watches_replacement() const { return reservation || partition || job; }
 };
 
-/// Polls Slurm through one long-lived scontrol (drill/scontrol_session.h), restarting it when it
-/// dies or stalls.
+/// One way of reading the target (and what else is watched) once. Two run at once, staggered
+/// (watch() below), so each must be independent of the other.
 class Poller {
  public:
-  explicit Poller(sched::SlurmOptions options) : options_(std::move(options)) {}
-  /// Reads the target (and the reservation, partition and job watched) once, in one round trip: the drill's baseline and each poll. t_start and
-  /// t_end are relative to `t0`. An error when the node cannot be read.
-  Result<Observation> observe(const WatchOptions& options, std::chrono::steady_clock::time_point t0);
+  virtual ~Poller() = default;
+  /// Reads the target once: the drill's baseline and each poll. t_start and t_end are relative to
+  /// `t0`. An error when the node cannot be read.
+  virtual Result<Observation> observe(const WatchOptions& options, std::chrono::steady_clock::time_point t0) = 0;
+  /// Another poller like this one, with its own connection, for the second, staggered loop.
+  virtual std::unique_ptr<Poller> another() const = 0;
+};
+
+/// Polls Slurm through one long-lived scontrol (drill/scontrol_session.h), restarting it when it
+/// dies or stalls. Reads the target, and the reservation, partition and job watched, in one round
+/// trip.
+class SlurmPoller final : public Poller {
+ public:
+  explicit SlurmPoller(sched::SlurmOptions options) : options_(std::move(options)) {}
+  Result<Observation> observe(const WatchOptions& options, std::chrono::steady_clock::time_point t0) override;
+  std::unique_ptr<Poller> another() const override { return std::make_unique<SlurmPoller>(options_); }
   const sched::SlurmOptions& options() const { return options_; }
 
  private:
   sched::SlurmOptions options_;
   std::optional<ScontrolSession> session_;
+};
+
+/// Polls a Kubernetes API server: the Node and the pods bound to it (two GETs), folded by
+/// drill/kube_view.h. The taints the node carries at its first observation (the baseline) are
+/// not a drain. Reservation, partition and job are Slurm's: not watched here.
+class KubePoller final : public Poller {
+ public:
+  explicit KubePoller(sched::KubernetesOptions options) : options_(options), api_(std::move(options)) {}
+  Result<Observation> observe(const WatchOptions& options, std::chrono::steady_clock::time_point t0) override;
+  std::unique_ptr<Poller> another() const override;
+
+ private:
+  sched::KubernetesOptions options_;
+  sched::KubernetesScheduler api_;
+  std::optional<std::vector<std::string>> taints_before_;
 };
 
 /// Polls with two staggered pollers (each its own scontrol session; `poller` is one of them) from

@@ -283,6 +283,14 @@ Result<kube::Node> KubernetesScheduler::read_node(std::string_view node) {
   return n;
 }
 
+Result<std::string> KubernetesScheduler::get(const std::string& path) {
+  auto r = request("GET", path, {}, {});
+  if (!r) return Unexpected<Error>{r.error()};
+  if (!is_success(r->status))
+    return Unexpected<Error>{http_error("GET", path, r->status, r->reason, r->body, options_)};
+  return std::move(r->body);
+}
+
 Result<NodeState> KubernetesScheduler::node_state(std::string_view node) {
   auto n = read_node(node);
   if (!n) return fail_on("state of", node, n.error());

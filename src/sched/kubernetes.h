@@ -101,6 +101,10 @@ class KubernetesScheduler final : public Scheduler {
   /// cmax holds (cordoned or carrying a cmax taint, with a "cmax: " reason).
   Result<PoolCount> held_by_cmax(std::string_view node) override;
 
+  /// GET `path` ("/api/v1/pods?fieldSelector=...", encoded by the caller) read-only: the body of a
+  /// 2xx answer, or an error naming the request, status and the API's message.
+  Result<std::string> get(const std::string& path);
+
   const KubernetesOptions& options() const { return options_; }
 
  private:

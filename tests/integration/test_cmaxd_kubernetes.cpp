@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "support/daemon.h"
+#include "support/fake_kube_api.h"
 #include "support/kmsg.h"
 #include "support/temp_host.h"
 
@@ -27,82 +28,7 @@ using json = nlohmann::json;
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
-// One Node, patched the way the API server does: JSON Patch (RFC 6902, with its "test" op) on the
-// node, strategic merge of status.conditions by type on /status.
-class FakeApi {
- public:
-  FakeApi() {
-    node_ = json::parse(R"({"kind":"Node","apiVersion":"v1",
-      "metadata":{"name":"k1","resourceVersion":"1","labels":{"pool":"gpu"},"annotations":{}},
-      "spec":{},
-      "status":{"conditions":[{"type":"Ready","status":"True","reason":"KubeletReady"}]}})");
-    server_.Get("/api/v1/nodes/k1", [this](const httplib::Request&, httplib::Response& res) {
-      std::lock_guard lock(mu_);
-      res.set_content(node_.dump(), "application/json");
-    });
-    server_.Get("/api/v1/nodes", [this](const httplib::Request&, httplib::Response& res) {
-      std::lock_guard lock(mu_);
-      res.set_content(json{{"kind", "NodeList"}, {"apiVersion", "v1"}, {"metadata", json::object()},
-                           {"items", json::array({node_})}}
-                          .dump(),
-                      "application/json");
-    });
-    server_.Patch("/api/v1/nodes/k1", [this](const httplib::Request& req, httplib::Response& res) {
-      std::lock_guard lock(mu_);
-      ++patches_;
-      if (!first_patch_) first_patch_ = Clock::now();
-      try {
-        node_ = node_.patch(json::parse(req.body));
-      } catch (const json::exception& e) {
-        res.status = 409;
-        res.set_content(json{{"kind", "Status"}, {"code", 409}, {"message", e.what()}}.dump(), "application/json");
-        return;
-      }
-      node_["metadata"]["resourceVersion"] = std::to_string(++version_);
-      res.set_content(node_.dump(), "application/json");
-    });
-    server_.Patch("/api/v1/nodes/k1/status", [this](const httplib::Request& req, httplib::Response& res) {
-      std::lock_guard lock(mu_);
-      auto patch = json::parse(req.body);
-      auto& conds = node_["status"]["conditions"];
-      for (const auto& c : patch["status"]["conditions"]) {
-        bool merged = false;
-        for (auto& have : conds)
-          if (have["type"] == c["type"]) {
-            have.merge_patch(c);
-            merged = true;
-          }
-        if (!merged) conds.push_back(c);
-      }
-      res.set_content(node_.dump(), "application/json");
-    });
-    port_ = server_.bind_to_any_port("127.0.0.1");
-    thread_ = std::thread([this] { server_.listen_after_bind(); });
-    for (int i = 0; i < 2000 && !server_.is_running(); ++i) std::this_thread::sleep_for(1ms);
-  }
-  ~FakeApi() {
-    server_.stop();
-    thread_.join();
-  }
-  int port() const { return port_; }
-  json node() {
-    std::lock_guard lock(mu_);
-    return node_;
-  }
-  std::optional<Clock::time_point> first_patch() {
-    std::lock_guard lock(mu_);
-    return first_patch_;
-  }
-
- private:
-  httplib::Server server_;
-  std::thread thread_;
-  int port_ = -1;
-  std::mutex mu_;
-  json node_;
-  int version_ = 1, patches_ = 0;
-  std::optional<Clock::time_point> first_patch_;
-};
+using FakeApi = cmax::test::FakeKubeApi;
 
 bool has_taint(const json& node, const std::string& key) {
   if (!node["spec"].contains("taints")) return false;

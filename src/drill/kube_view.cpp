@@ -1,0 +1,105 @@
+#include "drill/kube_view.h"
+
+#include <algorithm>
+
+#include <nlohmann/json.hpp>
+
+#include "core/strings.h"
+
+namespace cmax::drill {
+namespace {
+
+using json = nlohmann::json;
+
+std::string str(const json& o, const char* key) {
+  auto it = o.find(key);
+  return it != o.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+const json* object_at(const json& o, const char* key) {
+  auto it = o.find(key);
+  return it != o.end() && it->is_object() ? &*it : nullptr;
+}
+
+const json* array_at(const json& o, const char* key) {
+  auto it = o.find(key);
+  return it != o.end() && it->is_array() ? &*it : nullptr;
+}
+
+bool workload(const json& pod) {
+  if (!pod.is_object()) return false;
+  const json* meta = object_at(pod, "metadata");
+  if (meta != nullptr) {
+    if (const json* owners = array_at(*meta, "ownerReferences"))
+      for (const auto& o : *owners)
+        if (o.is_object() && str(o, "kind") == "DaemonSet") return false;
+    if (const json* ann = object_at(*meta, "annotations"); ann != nullptr && ann->contains("kubernetes.io/config.mirror"))
+      return false;
+  }
+  const json* status = object_at(pod, "status");
+  const std::string phase = status != nullptr ? str(*status, "phase") : "";
+  return phase != "Succeeded" && phase != "Failed";
+}
+
+}  // namespace
+
+Result<KubeView> kube_view(std::string_view node_json, std::string_view pods_json,
+                           const std::vector<std::string>& taints_before) {
+  auto node = json::parse(node_json, nullptr, false);
+  if (node.is_discarded() || !node.is_object() || str(node, "kind") != "Node")
+    return fail("not a Node object: \"{}\"", core::clip(node_json, 80));
+  auto pods = json::parse(pods_json, nullptr, false);
+  if (pods.is_discarded() || !pods.is_object() || str(pods, "kind") != "PodList" || array_at(pods, "items") == nullptr)
+    return fail("not a PodList object: \"{}\"", core::clip(pods_json, 80));
+
+  KubeView v;
+  const json* meta = object_at(node, "metadata");
+  v.state.name = meta != nullptr ? str(*meta, "name") : "";
+  if (v.state.name.empty()) return fail("Node object without metadata.name");
+  for (const auto& p : pods["items"])
+    if (workload(p)) ++v.workload_pods;
+
+  std::vector<std::string> reasons;
+  bool drain = false;
+  const json* spec = object_at(node, "spec");
+  if (spec != nullptr && spec->contains("unschedulable") && (*spec)["unschedulable"].is_boolean() &&
+      (*spec)["unschedulable"].get<bool>()) {
+    drain = true;
+    reasons.emplace_back("cordoned");
+  }
+  if (spec != nullptr)
+    if (const json* taints = array_at(*spec, "taints"))
+      for (const auto& t : *taints) {
+        if (!t.is_object()) continue;
+        const std::string key = str(t, "key"), effect = str(t, "effect");
+        v.taint_keys.push_back(key);
+        if (std::find(taints_before.begin(), taints_before.end(), key) != taints_before.end()) continue;
+        if (effect == "NoSchedule" || effect == "NoExecute") drain = true;
+        const std::string value = str(t, "value");
+        reasons.push_back("taint " + key + (value.empty() ? "" : "=" + value) + ":" + effect);
+      }
+
+  std::string ready = "Unknown";  // no Ready condition: the kubelet never reported
+  if (const json* status = object_at(node, "status"))
+    if (const json* conds = array_at(*status, "conditions"))
+      for (const auto& c : *conds) {
+        if (!c.is_object()) continue;
+        const std::string type = str(c, "type"), st = str(c, "status");
+        if (type == "Ready") ready = st;
+        const bool healthy_when_true = type == "Ready" || type == "CmaxHealthy";
+        if ((healthy_when_true && st != "True") || (!healthy_when_true && st == "True")) {
+          const std::string why = str(c, "reason");
+          reasons.push_back("condition " + type + "=" + st + (why.empty() ? "" : " (" + why + ")"));
+        }
+      }
+
+  v.state.base = ready != "True" ? "DOWN" : v.workload_pods > 0 ? "ALLOCATED" : "IDLE";
+  if (drain) v.state.flags.emplace_back("DRAIN");
+  if (ready == "Unknown") v.state.flags.emplace_back("NOT_RESPONDING");
+  v.state.state = v.state.base;
+  for (const auto& f : v.state.flags) v.state.state += "+" + f;
+  for (const auto& r : reasons) v.state.reason += (v.state.reason.empty() ? "" : "; ") + r;
+  return v;
+}
+
+}  // namespace cmax::drill
