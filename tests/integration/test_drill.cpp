@@ -343,7 +343,6 @@ TEST_F(DrillReplacement, AJobRequeuedOntoAnotherNodeIsTheReplacement) {
     std::ifstream in(cluster.dir() / "log" / "slurmctld.log");
     ctld_log.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
   }
-  (void)cmax::core::run_process({{"scancel", job}, 5s, 1u << 16, {"SLURM_CONF=" + cluster.conf_path()}});
   ASSERT_TRUE(d.report.is_object()) << d.out << d.err;
   SCOPED_TRACE("job at the end: " + (final_job ? final_job->out : std::string()) + "\nslurmctld.log:\n" + ctld_log);
   const json* detected = stage(d.report, "detected");

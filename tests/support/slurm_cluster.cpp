@@ -11,6 +11,7 @@
 #include <cstring>
 #include <fstream>
 #include <random>
+#include <set>
 #include <thread>
 
 #include "core/strings.h"
@@ -170,14 +171,15 @@ Result<void> SlurmCluster::wait_idle(std::chrono::milliseconds timeout) {
         {{*exe, "-h", "-N", "-o", "%N %T"}, std::chrono::seconds(2), 1u << 16, env()});
     if (r && r->exit_code == 0) {
       last = std::string(core::trim(r->out));
-      std::size_t idle = 0;
+      // A node in two partitions is listed twice: count names, not lines.
+      std::set<std::string_view> idle;
       for (auto line : core::split_lines(r->out)) {
         auto sp = line.find(' ');
         if (sp == std::string_view::npos || core::trim(line.substr(sp)) != "idle") continue;
         auto name = line.substr(0, sp);
-        idle += std::count(nodes_.begin(), nodes_.end(), name);
+        if (std::count(nodes_.begin(), nodes_.end(), name) > 0) idle.insert(name);
       }
-      if (idle == nodes_.size()) return ok();
+      if (idle.size() == nodes_.size()) return ok();
     } else if (r) {
       last = std::string(core::trim(r->err));
     }
@@ -190,6 +192,20 @@ Result<void> SlurmCluster::wait_idle(std::chrono::milliseconds timeout) {
 void SlurmCluster::stop_daemons() { daemons_.clear(); }
 
 SlurmCluster::~SlurmCluster() {
+  // A job's slurmstepd is not in a daemon's process group: cancel what still runs, and give the
+  // steps a moment to end, or their processes outlive the cluster.
+  if (auto squeue = find_system_program("squeue"); squeue && !daemons_.empty()) {
+    auto q = core::run_process({{*squeue, "-h", "-o", "%i"}, std::chrono::seconds(2), 1u << 16, env()});
+    if (q && q->exit_code == 0 && !core::trim(q->out).empty()) {
+      if (auto scancel = find_system_program("scancel"))
+        (void)core::run_process({{*scancel, "--full", "-u", "root"}, std::chrono::seconds(2), 1u << 16, env()});
+      for (int i = 0; i < 60; ++i) {
+        auto again = core::run_process({{*squeue, "-h", "-o", "%i"}, std::chrono::seconds(2), 1u << 16, env()});
+        if (!again || again->exit_code != 0 || core::trim(again->out).empty()) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      }
+    }
+  }
   stop_daemons();
   std::error_code ec;
   if (!dir_.empty()) std::filesystem::remove_all(dir_, ec);
