@@ -494,7 +494,7 @@ Runner setup_drill(CLI::App& sub) {
       ->capture_default_str();
   run->add_option("--gpu", f->gpu, "The GPU's PCI function to name in the lines (default 0000:3b:00.0)");
   run->add_option("--drill-id", f->drill_id, "Names this drill in lines that carry a process name (default: random)");
-  run->add_option("--poll-ms", f->poll_ms, "Pause between polls of Slurm")->capture_default_str();
+  run->add_option("--poll-ms", f->poll_ms, "Pause between polls of the scheduler")->capture_default_str();
   run->add_option("--detect-threshold-s", f->detect_threshold_s, "Detected within this is ok")->capture_default_str();
   run->add_option("--drain-threshold-s", f->drain_threshold_s, "Drained within this is ok")->capture_default_str();
   run->add_option("--replace-threshold-s", f->replace_threshold_s, "Replaced within this is ok")->capture_default_str();
