@@ -23,6 +23,7 @@ const Command kCommands[] = {
     {"scan", "Kernel-log signal engine: classify and correlate faults in logs or /dev/kmsg", setup_scan},
     {"check", "Quick node health verdict from the kernel log and probes; Slurm HealthCheckProgram mode", setup_check},
     {"drill", "Fault drills: inject a GPU or node failure and time detection, drain and replacement", setup_drill},
+    {"nccl", "NCCL collectives: analyse nccl-tests logs (curve fit, dips, cliffs, scaling) or sweep them", setup_nccl},
     {"version", "Print the cmax version", setup_version},
 };
 

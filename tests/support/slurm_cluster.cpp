@@ -142,6 +142,14 @@ Result<void> SlurmCluster::launch(const SlurmClusterOptions& options, std::uint6
     conf << conf_text(dir_, *base, nodes_, options.extra_conf);
     if (!conf.flush()) return fail("write {}", conf_path());
   }
+  {
+    // srun --mpi=pmix makes /tmp/spmix_appdir_<uid>_<job>.<step>; job ids restart at 1 in every
+    // test cluster, so a directory left by an earlier one would fail the step: keep them here.
+    std::filesystem::create_directories(dir_ / "pmix", ec);
+    std::ofstream mpi(dir_ / "mpi.conf", std::ios::trunc);
+    mpi << "PMIxCliTmpDirBase=" << (dir_ / "pmix").string() << "\n";
+    if (!mpi.flush()) return fail("write {}", (dir_ / "mpi.conf").string());
+  }
 
   // -D: in the foreground, as our children, so they are ours to kill; -i: ignore saved state.
   auto ctld = Daemon::start({"slurmctld", "-D", "-i"}, env(), dir_ / "log" / "slurmctld.out");

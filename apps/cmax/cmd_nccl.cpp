@@ -1,0 +1,493 @@
+// cmax nccl analyze FILE...: read nccl-tests (or cmax-collbench) logs, fit each run's busbw curve,
+// name the sizes that fall off it, compare the plateau with the platform's published numbers, and
+// chart each run. cmax nccl sweep: run the collectives over node counts and variants through mpirun
+// or srun, check the NCCL environment recipe, then analyse what came back.
+// Exit codes: 0 every run clean; 1 an anomaly (a dip, a cliff, below reference, poor scaling, wrong
+// results); 2 a file could not be read or a step failed (the rest is still analysed and reported);
+// 3 usage or environment error.
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "apps/cmax/command.h"
+#include "core/clock.h"
+#include "core/process.h"
+#include "core/strings.h"
+#include "nccl/analyze.h"
+#include "nccl/chart.h"
+#include "nccl/parse.h"
+#include "nccl/recipe.h"
+#include "nccl/reference.h"
+#include "nccl/sweep_plan.h"
+#include "report/run_dir.h"
+
+extern char** environ;
+
+namespace cmax::app {
+namespace {
+
+using json = nlohmann::json;
+namespace fs = std::filesystem;
+constexpr int kExitOk = 0, kExitAnomaly = 1, kExitPartial = 2, kExitUsage = 3;
+constexpr std::size_t kMaxLogBytes = 64u << 20;  // far above any nccl-tests log; a bound, not a limit
+
+struct NcclFlags {
+  std::vector<std::string> files;
+  std::string out;
+  bool json = false, no_charts = false;
+  // sweep
+  std::string launcher = "auto", tests_dir, collbench;
+  std::string node_counts = "1,2,4,8";
+  int ranks_per_node = 8;
+  std::string tests = "all_reduce,all_gather,reduce_scatter,alltoall,sendrecv";
+  std::string min_bytes = "8", max_bytes = "8G", factor = "2";
+  int iters = 20, warmup = 5, step_timeout_s = 1800;
+  std::vector<std::string> hosts, launcher_args;
+  bool no_network = false, no_ring = false, dry_run = false;
+  std::string sysfs = "/sys", nccl_conf;
+};
+
+void progress(std::string_view line) {
+  if (::isatty(STDERR_FILENO) == 1) fmt::print(stderr, "\r\033[K{}", line);
+}
+
+// 2097152 -> "2 MiB", 34767700 -> "33.2 MiB".
+std::string human_bytes(double b) {
+  constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (b >= 1024 && u < 4) {
+    b /= 1024;
+    ++u;
+  }
+  return fmt::format("{:.3g} {}", b, kUnits[u]);
+}
+
+Result<std::string> read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return fail("open {}: {}", path, std::strerror(errno));
+  std::string text;
+  char buf[1 << 16];
+  while (in.read(buf, sizeof buf) || in.gcount() > 0) {
+    text.append(buf, static_cast<std::size_t>(in.gcount()));
+    if (text.size() > kMaxLogBytes) return fail("read {}: larger than {} MiB, not an nccl-tests log", path, kMaxLogBytes >> 20);
+  }
+  return text;
+}
+
+json anomaly_json(const nccl::Anomaly& a) {
+  json j{{"size_bytes", a.size_bytes},       {"kind", a.kind},
+          {"placement", a.placement},         {"measured_gbps", a.measured_gbps},
+          {"expected_gbps", a.expected_gbps}, {"detail", a.detail}};
+  if (a.nodes > 0) j["nodes"] = a.nodes;
+  return j;
+}
+
+// One analysed run, and where it came from.
+struct Analysed {
+  std::string file;
+  std::size_t index = 0;  ///< the run's position in its file
+  nccl::Run run;
+  nccl::RunAnalysis analysis;
+  std::string chart;  ///< the SVG's path; "" when not written
+  std::string label;  ///< for sweeps: "all_reduce-2n-golden"
+  int nodes_hint = 0; ///< for sweeps: the node count the step asked for
+  std::string variant;
+};
+
+json run_json(const Analysed& a) {
+  const auto& r = a.run;
+  const auto& an = a.analysis;
+  json anomalies = json::array();
+  for (const auto& x : an.anomalies) anomalies.push_back(anomaly_json(x));
+  json j{{"file", a.file},
+         {"index", a.index},
+         {"test", r.test},
+         {"collective", std::string(nccl::collective_name(r.collective))},
+         {"ranks", r.ranks},
+         {"ranks_inferred", r.ranks_inferred},
+         {"nodes", r.nodes},
+         {"hosts", r.hosts},
+         {"gpu", r.gpu_model},
+         {"nccl_version", r.nccl_version},
+         {"rows", r.rows.size()},
+         {"complete", r.complete},
+         {"peak_busbw_gbps", an.peak_busbw_gbps},
+         {"avg_busbw_gbps", an.avg_busbw_gbps},
+         {"avg_busbw_reported", r.avg_busbw_reported ? json(*r.avg_busbw_reported) : json(nullptr)},
+         {"fit",
+          {{"ok", an.fit.ok}, {"plateau_only", an.fit.plateau_only}, {"peak_gbps", an.fit.peak_gbps},
+           {"mid_log2", an.fit.mid_log2}, {"slope", an.fit.slope}, {"noise", an.fit.noise}, {"points", an.fit.points}}},
+         {"anomalies", anomalies},
+         {"notes", an.notes},
+         {"warnings", r.warnings},
+         {"verdict", an.verdict},
+         {"chart", a.chart.empty() ? json(nullptr) : json(a.chart)}};
+  if (an.reference) {
+    const auto& ref = *an.reference;
+    j["reference"] = {{"gpu", ref.gpu},
+                      {"fabric", ref.fabric},
+                      {"collective", ref.collective},
+                      {"variant", ref.variant},
+                      {"expected_busbw_gbps", ref.expected_busbw_gbps ? json(*ref.expected_busbw_gbps) : json(nullptr)},
+                      {"pass_bar_gbps", ref.pass_bar_gbps ? json(*ref.pass_bar_gbps) : json(nullptr)},
+                      {"source", ref.source}};
+  } else {
+    j["reference"] = nullptr;
+  }
+  if (!a.label.empty()) {
+    j["step"] = a.label;
+    j["variant"] = a.variant;
+  }
+  return j;
+}
+
+void print_run(const Analysed& a) {
+  const auto& r = a.run;
+  const auto& an = a.analysis;
+  fmt::print("{}{}: {} {} ranks{}{} {}\n", a.file, a.label.empty() ? fmt::format(" run {}", a.index + 1) : " " + a.label,
+             nccl::collective_name(r.collective), r.ranks, r.ranks_inferred ? " (inferred)" : "",
+             r.nodes > 0 ? fmt::format(" on {} node{}", r.nodes, r.nodes == 1 ? "" : "s") : "", r.gpu_model.empty() ? "" : "(" + r.gpu_model + ")");
+  fmt::print("  peak busbw {:.2f} GB/s, average {:.2f} GB/s{}; fit {}\n", an.peak_busbw_gbps, an.avg_busbw_gbps,
+             r.avg_busbw_reported ? fmt::format(" (log says {:.2f})", *r.avg_busbw_reported) : "",
+             an.fit.ok ? fmt::format("plateau {:.1f} GB/s, half at {}, noise {:.1f}%", an.fit.peak_gbps,
+                                     human_bytes(std::exp2(an.fit.mid_log2)),
+                                     an.fit.noise * 100)
+                       : std::string("not possible"));
+  if (an.reference)
+    fmt::print("  reference: {} ({}, {})\n",
+               an.reference->expected_busbw_gbps ? fmt::format("{:.1f} GB/s expected", *an.reference->expected_busbw_gbps)
+                                                 : fmt::format("pass bar {:.1f} GB/s", an.reference->pass_bar_gbps.value_or(0)),
+               an.reference->fabric, an.reference->source);
+  for (const auto& x : an.anomalies)
+    fmt::print("  {:<24} {:>10}  {:>8.2f} GB/s, expected {:.2f}  {}\n", x.kind, human_bytes(static_cast<double>(x.size_bytes)), x.measured_gbps,
+               x.expected_gbps, x.detail);
+  for (const auto& n : an.notes) fmt::print("  note: {}\n", n);
+  for (const auto& w : r.warnings) fmt::print("  warning: {}\n", w);
+  fmt::print("  verdict: {}{}\n", an.verdict, a.chart.empty() ? "" : "  chart: " + a.chart);
+}
+
+Result<std::string> ensure_dir(const std::string& out, std::string_view kind) {
+  const std::string dir =
+      out.empty() ? report::default_run_dir(core::format_utc_compact(core::SystemClock().now()) + "-" + std::string(kind)) : out;
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) return fail("create {}: {}", dir, ec.message());
+  return dir;
+}
+
+std::string chart_name(const Analysed& a) {
+  if (!a.label.empty()) return a.label + ".svg";
+  return fmt::format("{}-{}.svg", fs::path(a.file).stem().string(), a.index + 1);
+}
+
+// Analyses `parsed` runs, writes charts into `dir` (unless no_charts), returns the exit code part.
+int analyse_all(std::vector<Analysed>& runs, const std::vector<nccl::Reference>& refs, const std::string& dir,
+                bool charts, json& scaling_out) {
+  int code = kExitOk;
+  for (auto& a : runs) {
+    // A sweep's variants are judged against their own numbers (ring against ring).
+    a.analysis = nccl::analyze_run(a.run, refs, a.variant == "golden" || a.variant.empty() ? "default" : a.variant);
+    if (!a.analysis.anomalies.empty()) code = kExitAnomaly;
+    if (charts) {
+      const auto path = (fs::path(dir) / chart_name(a)).string();
+      std::ofstream out(path);
+      out << nccl::render_svg(a.run, a.analysis);
+      if (out) a.chart = path;
+    }
+  }
+  // Scaling: the same collective, GPU and variant over node counts, from one directory (a sweep's
+  // run directory; logs of different clusters belong in different directories).
+  std::map<std::string, std::vector<const nccl::Run*>> groups;
+  for (const auto& a : runs)
+    if (a.run.nodes > 0)
+      groups[fmt::format("{} {}{} in {}", nccl::collective_name(a.run.collective),
+                         a.run.gpu_model.empty() ? "unknown GPU" : a.run.gpu_model,
+                         a.variant.empty() ? "" : " (" + a.variant + ")", fs::path(a.file).parent_path().string())]
+          .push_back(&a.run);
+  scaling_out = json::array();
+  for (const auto& [key, group] : groups) {
+    if (group.size() < 2) continue;
+    for (const auto& x : nccl::analyze_scaling(group)) {
+      auto j = anomaly_json(x);
+      j["group"] = key;
+      scaling_out.push_back(j);
+      code = kExitAnomaly;
+    }
+  }
+  return code;
+}
+
+int run_analyze(const NcclFlags& f) {
+  auto refs = nccl::builtin_references();
+  if (!refs) return fmt::print(stderr, "cmax nccl: {}\n", refs.error().message), kExitUsage;
+  json files = json::array();
+  std::vector<Analysed> runs;
+  bool partial = false;
+  for (const auto& path : f.files) {
+    auto text = read_file(path);
+    auto parsed = text ? nccl::parse_nccl_tests(*text) : Result<nccl::ParsedLog>(Unexpected<Error>{text.error()});
+    if (!parsed) {
+      files.push_back({{"file", path}, {"error", parsed.error().message}});
+      fmt::print(stderr, "cmax nccl: {}: {}\n", path, parsed.error().message);
+      partial = true;
+      continue;
+    }
+    files.push_back({{"file", path}, {"runs", parsed->runs.size()}, {"warnings", parsed->warnings}});
+    for (std::size_t i = 0; i < parsed->runs.size(); ++i) runs.push_back({path, i, std::move(parsed->runs[i])});
+  }
+  std::string dir;
+  if (!f.no_charts && !runs.empty()) {
+    auto d = ensure_dir(f.out, "nccl");
+    if (!d) return fmt::print(stderr, "cmax nccl: {}\n", d.error().message), kExitUsage;
+    dir = *d;
+  }
+  json scaling;
+  int code = analyse_all(runs, *refs, dir, !f.no_charts && !runs.empty(), scaling);
+  if (partial && code == kExitOk) code = kExitPartial;
+  if (runs.empty()) code = kExitPartial;
+  json report{{"schema", "cmax.nccl/1"}, {"files", files}, {"runs", json::array()}, {"scaling", scaling}, {"exit_code", code}};
+  for (const auto& a : runs) report["runs"].push_back(run_json(a));
+  if (!dir.empty()) {
+    std::ofstream(fs::path(dir) / "nccl.json") << report.dump(2) << "\n";
+    report["run_dir"] = dir;
+  }
+  if (f.json) {
+    fmt::print("{}\n", report.dump(2));
+  } else {
+    for (const auto& a : runs) print_run(a);
+    for (const auto& s : scaling)
+      fmt::print("scaling {}: {} at {} nodes: {}\n", s["group"].get<std::string>(), s["kind"].get<std::string>(),
+                 s.value("nodes", 0), s["detail"].get<std::string>());
+    if (!dir.empty()) fmt::print("run directory: {} (nccl.json, one SVG chart per run)\n", dir);
+  }
+  return code;
+}
+
+std::vector<int> parse_counts(const std::string& s) {
+  std::vector<int> out;
+  for (auto p : core::split_any(s, ",")) {
+    auto n = core::parse_uint(p);
+    if (!n || *n == 0 || *n > 100000) return {};
+    out.push_back(static_cast<int>(*n));
+  }
+  return out;
+}
+
+std::vector<std::string> link_layers(const std::string& sysfs) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  const fs::path ib = fs::path(sysfs) / "class" / "infiniband";
+  for (const auto& dev : fs::directory_iterator(ib, ec)) {
+    std::error_code ec2;
+    for (const auto& port : fs::directory_iterator(dev.path() / "ports", ec2)) {
+      std::ifstream in(port.path() / "link_layer");
+      std::string l;
+      if (std::getline(in, l)) out.push_back(std::string(core::trim(l)));
+    }
+  }
+  return out;
+}
+
+int run_sweep(const NcclFlags& f) {
+  nccl::SweepOptions o;
+  const bool in_slurm = std::getenv("SLURM_JOB_ID") != nullptr;
+  o.launcher = f.launcher == "srun" || (f.launcher == "auto" && in_slurm) ? nccl::Launcher::kSrun : nccl::Launcher::kMpirun;
+  o.node_counts = parse_counts(f.node_counts);
+  if (o.node_counts.empty()) return fmt::print(stderr, "cmax nccl sweep: --node-counts {}: expected 1,2,4,...\n", f.node_counts), kExitUsage;
+  o.ranks_per_node = f.ranks_per_node;
+  o.tests.clear();
+  for (auto t : core::split_any(f.tests, ",")) {
+    if (nccl::collective_from_name(t) == nccl::Collective::kUnknown)
+      return fmt::print(stderr, "cmax nccl sweep: --tests: unknown collective \"{}\"\n", t), kExitUsage;
+    o.tests.emplace_back(t);
+  }
+  o.tests_dir = f.tests_dir;
+  o.collbench = f.collbench;
+  if (o.tests_dir.empty() && o.collbench.empty()) {
+    // cmax-collbench next to this binary, else on PATH.
+    char self[4096] = {0};
+    ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+    fs::path beside = n > 0 ? fs::path(std::string(self, static_cast<std::size_t>(n))).parent_path() : fs::path();
+    for (const auto& candidate : {beside / "cmax-collbench", beside / ".." / "cmax-collbench" / "cmax-collbench"})
+      if (!beside.empty() && ::access(candidate.c_str(), X_OK) == 0) {
+        o.collbench = fs::weakly_canonical(candidate).string();
+        break;
+      }
+    if (o.collbench.empty())
+      if (auto p = core::find_program("cmax-collbench")) o.collbench = *p;
+    if (o.collbench.empty())
+      return fmt::print(stderr, "cmax nccl sweep: give --tests-dir (nccl-tests' build directory) or --collbench PATH\n"),
+             kExitUsage;
+  }
+  o.min_bytes = f.min_bytes;
+  o.max_bytes = f.max_bytes;
+  o.step_factor = f.factor;
+  o.iters = f.iters;
+  o.warmup = f.warmup;
+  o.hosts = f.hosts;
+  o.launcher_args = f.launcher_args;
+  // mpirun on this machine alone: as root it needs to be told, and more ranks than cores is fine.
+  if (o.launcher == nccl::Launcher::kMpirun && o.hosts.empty()) {
+    if (::geteuid() == 0) o.launcher_args.insert(o.launcher_args.begin(), "--allow-run-as-root");
+    o.launcher_args.insert(o.launcher_args.begin(), "--oversubscribe");
+  }
+  o.network_variant = !f.no_network;
+  o.ring_variant = !f.no_ring;
+  auto steps = nccl::plan_sweep(o);
+  if (steps.empty()) return fmt::print(stderr, "cmax nccl sweep: nothing to run (node counts above the hosts given?)\n"), kExitUsage;
+
+  // The environment recipe, from what this run would use.
+  nccl::RecipeInput recipe;
+  recipe.nccl_conf_path = !f.nccl_conf.empty() ? f.nccl_conf : std::getenv("NCCL_CONF_FILE") ? std::getenv("NCCL_CONF_FILE") : "/etc/nccl.conf";
+  if (auto t = read_file(recipe.nccl_conf_path)) recipe.nccl_conf = *t;
+  for (char** e = environ; e && *e; ++e) {
+    std::string_view kv(*e);
+    if (!kv.starts_with("NCCL_")) continue;
+    auto eq = kv.find('=');
+    if (eq != std::string_view::npos) recipe.env[std::string(kv.substr(0, eq))] = std::string(kv.substr(eq + 1));
+  }
+  recipe.link_layers = link_layers(f.sysfs);
+  recipe.max_nodes = *std::max_element(o.node_counts.begin(), o.node_counts.end());
+  const auto findings = nccl::check_recipe(recipe);
+
+  if (f.dry_run) {
+    for (const auto& fi : findings) fmt::print("recipe {}: {}\n", fi.level, fi.message);
+    for (const auto& s : steps) fmt::print("{}: {}\n", s.log_name, core::describe_argv(s.argv));
+    return kExitOk;
+  }
+  auto dir = ensure_dir(f.out, "nccl-sweep");
+  if (!dir) return fmt::print(stderr, "cmax nccl sweep: {}\n", dir.error().message), kExitUsage;
+  auto refs = nccl::builtin_references();
+  if (!refs) return fmt::print(stderr, "cmax nccl: {}\n", refs.error().message), kExitUsage;
+
+  json steps_json = json::array();
+  std::vector<Analysed> runs;
+  bool partial = false;
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    const auto& s = steps[i];
+    progress(fmt::format("cmax nccl sweep [{}/{}] {} on {} node{} ({})...", i + 1, steps.size(), s.test, s.nodes,
+                         s.nodes == 1 ? "" : "s", s.variant));
+    core::ProcessSpec spec{s.argv, std::chrono::seconds(f.step_timeout_s), kMaxLogBytes, s.env};
+    auto r = core::run_process(spec);
+    const fs::path log = fs::path(*dir) / s.log_name;
+    json sj{{"step", s.log_name.substr(0, s.log_name.size() - 4)}, {"test", s.test}, {"nodes", s.nodes},
+            {"variant", s.variant}, {"argv", s.argv}, {"env", s.env}, {"log", log.string()}};
+    if (!r) {
+      sj["error"] = r.error().message;
+      steps_json.push_back(sj);
+      partial = true;
+      continue;
+    }
+    std::ofstream(log) << r->out;
+    if (!r->err.empty()) std::ofstream(fs::path(*dir) / (s.log_name + ".stderr")) << r->err;
+    sj["exit_code"] = r->exit_code;
+    sj["wall_s"] = static_cast<double>(r->wall.count()) / 1e6;
+    if (r->timed_out || r->exit_code != 0)
+      sj["error"] = r->timed_out ? fmt::format("timed out after {} s (--step-timeout-s)", f.step_timeout_s)
+                                 : fmt::format("exited {}: {}", r->exit_code, core::clip(core::trim(r->err), 300));
+    auto parsed = nccl::parse_nccl_tests(r->out);
+    if (!parsed) {
+      if (!sj.contains("error")) sj["error"] = parsed.error().message;
+      partial = true;
+    } else {
+      for (std::size_t k = 0; k < parsed->runs.size(); ++k) {
+        Analysed a{log.string(), k, std::move(parsed->runs[k])};
+        a.label = sj["step"].get<std::string>();
+        a.nodes_hint = s.nodes;
+        a.variant = s.variant;
+        if (a.run.nodes == 0) a.run.nodes = s.nodes;
+        runs.push_back(std::move(a));
+      }
+      if (sj.contains("error")) partial = true;
+    }
+    steps_json.push_back(sj);
+  }
+  progress("");
+  json scaling;
+  int code = analyse_all(runs, *refs, *dir, !f.no_charts, scaling);
+  if (partial && code == kExitOk) code = kExitPartial;
+  json recipe_json = json::array();
+  for (const auto& fi : findings) recipe_json.push_back({{"level", fi.level}, {"variable", fi.variable}, {"message", fi.message}});
+  json report{{"schema", "cmax.nccl/1"}, {"sweep", {{"launcher", o.launcher == nccl::Launcher::kSrun ? "srun" : "mpirun"},
+                                                    {"node_counts", o.node_counts}, {"ranks_per_node", o.ranks_per_node},
+                                                    {"steps", steps_json}}},
+              {"recipe", recipe_json}, {"runs", json::array()}, {"scaling", scaling}, {"exit_code", code}, {"run_dir", *dir}};
+  for (const auto& a : runs) report["runs"].push_back(run_json(a));
+  std::ofstream(fs::path(*dir) / "nccl.json") << report.dump(2) << "\n";
+  if (f.json) {
+    fmt::print("{}\n", report.dump(2));
+  } else {
+    for (const auto& fi : findings) fmt::print("recipe {}: {}\n", fi.level, fi.message);
+    for (const auto& s : steps_json)
+      if (s.contains("error")) fmt::print("{}: {}\n", s["step"].get<std::string>(), s["error"].get<std::string>());
+    for (const auto& a : runs) print_run(a);
+    for (const auto& s : scaling)
+      fmt::print("scaling {}: {}: {}\n", s["group"].get<std::string>(), s["kind"].get<std::string>(), s["detail"].get<std::string>());
+    fmt::print("run directory: {} (nccl.json, a log and an SVG chart per step)\n", *dir);
+  }
+  return code;
+}
+
+}  // namespace
+
+Runner setup_nccl(CLI::App& sub) {
+  auto f = std::make_shared<NcclFlags>();
+  sub.description(
+      "NCCL collectives: read nccl-tests logs (or run them), fit each run's bus bandwidth over message\n"
+      "size with a robust logistic curve, and name what is wrong: sizes that dip below the curve, a cliff\n"
+      "from some size on, out-of-place and in-place disagreeing, a plateau below the platform's published\n"
+      "number (data/nccl_reference.json), poor scaling over node counts, wrong results. The protocol switch\n"
+      "kink near 1-2 MiB is normal and is not flagged. docs/nccl.md.\n\n"
+      "Exit codes: 0 every run clean; 1 an anomaly; 2 a file could not be read or a sweep step failed (the\n"
+      "rest is analysed and reported); 3 usage or environment error.");
+  sub.require_subcommand(1);
+  auto* analyze = sub.add_subcommand("analyze", "Analyse nccl-tests logs: verdict per run, an SVG chart per run");
+  analyze->add_option("files", f->files, "nccl-tests output files (srun/MPI prefixes, NCCL INFO lines, several runs per file are fine)")
+      ->required();
+  analyze->add_option("--out", f->out, "Directory for the charts and nccl.json (default ~/.cmax/runs/<UTC stamp>-nccl/)");
+  analyze->add_flag("--no-charts", f->no_charts, "Do not write SVG charts (nor a run directory)");
+  analyze->add_flag("--json", f->json, "Print {\"schema\": \"cmax.nccl/1\", ...} (docs/schemas/nccl.md)");
+
+  auto* sweep = sub.add_subcommand("sweep", "Run the collectives over node counts and variants, then analyse them");
+  sweep->add_option("--launcher", f->launcher, "'mpirun', 'srun', or 'auto' (srun inside a Slurm allocation)")
+      ->check(CLI::IsMember({"auto", "mpirun", "srun"}))
+      ->capture_default_str();
+  sweep->add_option("--tests-dir", f->tests_dir, "nccl-tests' build directory (runs DIR/<collective>_perf -g 1)");
+  sweep->add_option("--collbench", f->collbench,
+                    "cmax-collbench to run instead (CPU fabrics, machines without GPUs; default: the one installed beside cmax)");
+  sweep->add_option("--node-counts", f->node_counts, "Node counts to sweep")->capture_default_str();
+  sweep->add_option("--ranks-per-node", f->ranks_per_node, "Ranks per node (one per GPU)")->capture_default_str();
+  sweep->add_option("--tests", f->tests, "Collectives")->capture_default_str();
+  sweep->add_option("-b,--min-bytes", f->min_bytes, "Smallest message")->capture_default_str();
+  sweep->add_option("-e,--max-bytes", f->max_bytes, "Largest message")->capture_default_str();
+  sweep->add_option("-f,--step-factor", f->factor, "Size multiplier between steps")->capture_default_str();
+  sweep->add_option("-n,--iters", f->iters, "Timed iterations per size")->capture_default_str();
+  sweep->add_option("-w,--warmup", f->warmup, "Warmup iterations per size")->capture_default_str();
+  sweep->add_option("--host", f->hosts, "mpirun: a host per node, in order (repeat); default this machine only");
+  sweep->add_option("--launcher-arg", f->launcher_args,
+                    "An argument for mpirun or srun before the program (repeat): --partition=gpu, --mca ...");
+  sweep->add_flag("--no-network-variant", f->no_network, "Skip the NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 runs");
+  sweep->add_flag("--no-ring-variant", f->no_ring, "Skip the 2-node NCCL_ALGO=Ring run");
+  sweep->add_option("--step-timeout-s", f->step_timeout_s, "Deadline of each step")->capture_default_str();
+  sweep->add_option("--nccl-conf", f->nccl_conf, "nccl.conf to check (default $NCCL_CONF_FILE or /etc/nccl.conf)");
+  sweep->add_option("--sysfs", f->sysfs, "sysfs root for the RoCE check")->capture_default_str();
+  sweep->add_flag("--dry-run", f->dry_run, "Print the recipe findings and the commands; run nothing");
+  sweep->add_option("--out", f->out, "Run directory (default ~/.cmax/runs/<UTC stamp>-nccl-sweep/)");
+  sweep->add_flag("--no-charts", f->no_charts, "Do not write SVG charts");
+  sweep->add_flag("--json", f->json, "Print {\"schema\": \"cmax.nccl/1\", ...}");
+  return [f, analyze, sweep]() -> int {
+    if (analyze->parsed()) return run_analyze(*f);
+    if (sweep->parsed()) return run_sweep(*f);
+    return kExitUsage;
+  };
+}
+
+}  // namespace cmax::app

@@ -1,0 +1,690 @@
+#include "nccl/analyze.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <limits>
+#include <map>
+
+namespace cmax::nccl {
+namespace {
+
+// Sizes under this share of the run's peak are latency-bound (printed 0.00 .. 0.0x): no shape.
+constexpr double kTinyShare = 0.01;
+// A run needs this many distinct sizes, and busbw rising from its smallest to its largest by more
+// than kFlatRatio, to be fitted with a slope; otherwise it is a plateau.
+constexpr std::size_t kMinSizesForCurve = 4;
+constexpr double kFlatRatio = 0.8;
+// time = latency + size / bandwidth makes busbw a logistic in ln(size) with slope 1, i.e. ln 2
+// per doubling; the prior keeps runs that do not show their rising edge near it.
+constexpr double kSlopePrior = 0.6931471805599453;
+constexpr double kSlopePriorSd = 0.25;
+constexpr double kMinSlope = 0.05, kMaxSlope = 3.0;
+constexpr int kMaxSteps = 50;
+constexpr int kMaxRounds = 8;
+constexpr int kHuberRounds = 2;
+constexpr double kHuberK = 1.345;  // 95% efficiency under normal noise
+constexpr double kTukeyC = 4.685;  // 95% efficiency under normal noise
+constexpr double kMadToSigma = 1.4826;
+constexpr double kNoiseFloor = 0.03;  // repeat runs of nccl-tests differ by a few percent
+// busbw never falls as size grows on a healthy run (the tuner picks the fastest protocol for each
+// size); a point that falls this far below a smaller size's starts the fit with weight 0, so
+// a dip or a cliff cannot pull the first, least robust rounds.
+constexpr double kPrescreenFall = 0.075;
+
+// Findings.
+constexpr double kNoiseK = 4.5;          // a fall must be this many noise scales ...
+constexpr double kMinFall = 0.15;        // ... and at least this share below the fit
+constexpr std::size_t kMaxDipSizes = 3;  // longer falls that recover are cliffs
+// NCCL switches protocol and algorithm (LL/LL128 -> Simple, Ring -> NVLS/Tree) somewhere in
+// 256 KiB - 4 MiB; its cost model often switches a size late, which bends the curve (the "kink")
+// by up to ~30% on clean runs (nccl-tests issue 309, 2 nodes: 512 KiB at -29%).
+constexpr std::uint64_t kKinkLowBytes = 256 * 1024;
+constexpr std::uint64_t kKinkHighBytes = 4 * 1024 * 1024;
+constexpr double kKinkCollapse = 0.5;
+constexpr double kBelowReference = 0.10;
+// A run whose smallest informative size is above this share of the peak starts on the plateau.
+constexpr double kFootShare = 0.10;
+// Old-format error values from here on get a note (float sums of 16 ranks stay near 1e-6).
+constexpr double kOldErrorNote = 1e-3;
+constexpr double kPlateauBytes = 1024.0 * 1024 * 1024;  // reference judged on runs reaching 1 GiB
+
+struct Point {
+  double x = 0;        // log2(size)
+  double ly = 0;       // ln(busbw)
+  bool falls = false;  // below the same placement at a smaller size (see kPrescreenFall)
+};
+
+double softplus(double z) { return z > 0 ? z + std::log1p(std::exp(-z)) : std::log1p(std::exp(z)); }
+double sigmoid(double z) {
+  if (z >= 0) return 1 / (1 + std::exp(-z));
+  double e = std::exp(z);
+  return e / (1 + e);
+}
+
+// ln(busbw) of the logistic at x for p = {ln peak, mid, slope}.
+double model_ln(const std::array<double, 3>& p, double x) {
+  return p[0] - softplus(-p[2] * (x - p[1]));
+}
+
+// Median of v (reorders v). v must not be empty.
+double median(std::vector<double>& v) {
+  auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
+  std::nth_element(v.begin(), mid, v.end());
+  double m = *mid;
+  if (v.size() % 2 == 0) m = (m + *std::max_element(v.begin(), mid)) / 2;
+  return m;
+}
+
+// Solves the symmetric 3x3 system A d = b by Cramer's rule; false when singular.
+bool solve3(const std::array<std::array<double, 3>, 3>& a, const std::array<double, 3>& b,
+            std::array<double, 3>& d) {
+  auto det3 = [](const std::array<std::array<double, 3>, 3>& m) {
+    return m[0][0] * (m[1][1] * m[2][2] - m[1][2] * m[2][1]) -
+           m[0][1] * (m[1][0] * m[2][2] - m[1][2] * m[2][0]) +
+           m[0][2] * (m[1][0] * m[2][1] - m[1][1] * m[2][0]);
+  };
+  double det = det3(a);
+  if (!std::isfinite(det) || std::abs(det) < 1e-300) return false;
+  for (int k = 0; k < 3; ++k) {
+    auto m = a;
+    for (int r = 0; r < 3; ++r) m[r][k] = b[r];
+    d[k] = det3(m) / det;
+  }
+  return std::isfinite(d[0]) && std::isfinite(d[1]) && std::isfinite(d[2]);
+}
+
+struct Solver {
+  const std::vector<Point>& pts;
+  std::vector<double>& w;
+  double x_lo, x_hi, ln_peak_lo, ln_peak_hi;
+  double prior_weight = 0;  // scale^2 / sd^2 of the slope prior
+
+  void clamp(std::array<double, 3>& p) const {
+    p[0] = std::clamp(p[0], ln_peak_lo, ln_peak_hi);
+    p[1] = std::clamp(p[1], x_lo, x_hi);
+    p[2] = std::clamp(p[2], kMinSlope, kMaxSlope);
+  }
+
+  double cost(const std::array<double, 3>& p) const {
+    double c = 0;
+    for (std::size_t i = 0; i < pts.size(); ++i) {
+      double r = pts[i].ly - model_ln(p, pts[i].x);
+      c += w[i] * r * r;
+    }
+    double ds = p[2] - kSlopePrior;
+    return c + prior_weight * ds * ds;
+  }
+
+  // One Levenberg-Marquardt attempt from p with damping lambda; returns the candidate.
+  bool step(const std::array<double, 3>& p, double lambda, std::array<double, 3>& out) const {
+    std::array<std::array<double, 3>, 3> h{};
+    std::array<double, 3> g{};
+    for (std::size_t i = 0; i < pts.size(); ++i) {
+      if (w[i] <= 0) continue;
+      double dx = pts[i].x - p[1];
+      double z = -p[2] * dx;
+      double sg = sigmoid(z);
+      std::array<double, 3> j{1.0, -sg * p[2], sg * dx};
+      double r = pts[i].ly - (p[0] - softplus(z));
+      for (int a = 0; a < 3; ++a) {
+        g[a] += w[i] * j[a] * r;
+        for (int b = a; b < 3; ++b) h[a][b] += w[i] * j[a] * j[b];
+      }
+    }
+    h[2][2] += prior_weight;
+    g[2] += prior_weight * (kSlopePrior - p[2]);
+    for (int a = 0; a < 3; ++a)
+      for (int b = 0; b < a; ++b) h[a][b] = h[b][a];
+    for (int a = 0; a < 3; ++a) h[a][a] += lambda * std::max(h[a][a], 1e-12);
+    std::array<double, 3> d{};
+    if (!solve3(h, g, d)) return false;
+    for (int a = 0; a < 3; ++a) out[a] = p[a] + d[a];
+    clamp(out);
+    return true;
+  }
+};
+
+struct SizeRow {
+  std::uint64_t size = 0;
+  double out = 0;
+  std::optional<double> in;
+};
+
+// The rows by size, latency-bound ones left out (share of `peak`).
+std::vector<SizeRow> informative_rows(const Run& run, double peak) {
+  std::vector<SizeRow> v;
+  v.reserve(run.rows.size());
+  for (const auto& r : run.rows) {
+    double hi = r.out_of_place.busbw_gbps;
+    if (r.in_place) hi = std::max(hi, r.in_place->busbw_gbps);
+    if (r.size_bytes == 0 || !(hi > kTinyShare * peak)) continue;
+    SizeRow s{r.size_bytes, r.out_of_place.busbw_gbps, std::nullopt};
+    if (r.in_place) s.in = r.in_place->busbw_gbps;
+    v.push_back(s);
+  }
+  std::stable_sort(v.begin(), v.end(),
+                   [](const SizeRow& a, const SizeRow& b) { return a.size < b.size; });
+  return v;
+}
+
+double peak_of(const Run& run) {
+  double peak = 0;
+  for (const auto& r : run.rows) {
+    peak = std::max(peak, r.out_of_place.busbw_gbps);
+    if (r.in_place) peak = std::max(peak, r.in_place->busbw_gbps);
+  }
+  return peak;
+}
+
+Fit fit_points(const std::vector<SizeRow>& rows) {
+  Fit fit;
+  std::vector<Point> pts;
+  pts.reserve(rows.size() * 2);
+  double best_out = 0, best_in = 0;  // the highest busbw at smaller sizes, per placement
+  for (const auto& r : rows) {
+    double x = std::log2(static_cast<double>(r.size));
+    if (r.out > 0) pts.push_back({x, std::log(r.out), r.out < (1 - kPrescreenFall) * best_out});
+    if (r.in && *r.in > 0)
+      pts.push_back({x, std::log(*r.in), *r.in < (1 - kPrescreenFall) * best_in});
+    best_out = std::max(best_out, r.out);
+    best_in = std::max(best_in, r.in.value_or(0));
+  }
+  fit.points = pts.size();
+  if (pts.empty()) return fit;
+  fit.ok = true;
+  std::vector<double> scratch(pts.size());
+
+  // Plateau only: too few sizes to show a shape, or nothing rises.
+  double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+  for (const auto& p : pts) lo = std::min(lo, p.ly), hi = std::max(hi, p.ly);
+  if (rows.size() < kMinSizesForCurve || std::exp(lo - hi) >= kFlatRatio) {
+    for (std::size_t i = 0; i < pts.size(); ++i) scratch[i] = pts[i].ly;
+    double ln_peak = median(scratch);
+    for (std::size_t i = 0; i < pts.size(); ++i)
+      scratch[i] = std::abs(std::expm1(pts[i].ly - ln_peak));
+    fit.peak_gbps = std::exp(ln_peak);
+    fit.noise = std::max(kNoiseFloor, kMadToSigma * median(scratch));
+    fit.plateau_only = true;
+    fit.mid_log2 = std::log2(static_cast<double>(rows.front().size));
+    fit.slope = 0;
+    return fit;
+  }
+
+  // Start: peak from the largest sizes, mid where busbw first reaches half of it.
+  double x_min = pts.front().x, x_max = pts.back().x;
+  double top = 0;
+  std::size_t top_sizes = std::min<std::size_t>(3, rows.size());
+  for (std::size_t i = rows.size() - top_sizes; i < rows.size(); ++i)
+    top = std::max({top, rows[i].out, rows[i].in.value_or(0)});
+  double mid = x_min - 1;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    double y = std::max(rows[i].out, rows[i].in.value_or(0));
+    if (y >= top / 2) {
+      double x1 = std::log2(static_cast<double>(rows[i].size));
+      if (i == 0) {
+        mid = x1 - 1;
+      } else {
+        double x0 = std::log2(static_cast<double>(rows[i - 1].size));
+        double y0 = std::max(rows[i - 1].out, rows[i - 1].in.value_or(0));
+        double t = (std::log(top / 2) - std::log(std::max(y0, 1e-9))) /
+                   std::max(std::log(y) - std::log(std::max(y0, 1e-9)), 1e-9);
+        mid = x0 + std::clamp(t, 0.0, 1.0) * (x1 - x0);
+      }
+      break;
+    }
+  }
+  std::array<double, 3> p{std::log(top), mid, kSlopePrior};
+
+  std::vector<double> w(pts.size(), 1.0);
+  Solver solver{pts, w, x_min - 12, x_max + 6, hi - std::log(2.0), hi + std::log(50.0)};
+  solver.clamp(p);
+  int steps = 0;
+  double scale = kNoiseFloor;
+  for (int round = 0; round < kMaxRounds && steps < kMaxSteps; ++round) {
+    for (std::size_t i = 0; i < pts.size(); ++i)
+      scratch[i] = std::abs(pts[i].ly - model_ln(p, pts[i].x));
+    scale = std::max(kNoiseFloor, kMadToSigma * median(scratch));
+    for (std::size_t i = 0; i < pts.size(); ++i) {
+      double r = std::abs(pts[i].ly - model_ln(p, pts[i].x));
+      if (round < kHuberRounds) {
+        double k = kHuberK * scale;
+        w[i] = pts[i].falls ? 0.0 : r <= k ? 1.0 : k / r;
+      } else {
+        double u = r / (kTukeyC * scale);
+        w[i] = u < 1 ? (1 - u * u) * (1 - u * u) : 0.0;
+      }
+    }
+    solver.prior_weight = scale * scale / (kSlopePriorSd * kSlopePriorSd);
+    std::array<double, 3> start = p;
+    double c = solver.cost(p);
+    double lambda = 1e-3;
+    for (int inner = 0; inner < 8 && steps < kMaxSteps; ++inner) {
+      std::array<double, 3> cand{};
+      ++steps;
+      if (!solver.step(p, lambda, cand)) {
+        lambda *= 10;
+        continue;
+      }
+      double cc = solver.cost(cand);
+      if (cc < c) {
+        bool small = c - cc < 1e-12 * (1 + c);
+        p = cand;
+        c = cc;
+        lambda = std::max(lambda / 3, 1e-9);
+        if (small) break;
+      } else {
+        lambda *= 4;
+        if (lambda > 1e8) break;
+      }
+    }
+    double moved =
+        std::abs(p[0] - start[0]) + std::abs(p[1] - start[1]) + std::abs(p[2] - start[2]);
+    if (round >= kHuberRounds && moved < 1e-7) break;
+  }
+
+  fit.peak_gbps = std::exp(p[0]);
+  fit.mid_log2 = p[1];
+  fit.slope = p[2];
+  fit.iterations = steps;
+  for (std::size_t i = 0; i < pts.size(); ++i)
+    scratch[i] = std::abs(std::expm1(pts[i].ly - model_ln(p, pts[i].x)));
+  fit.noise = std::max(kNoiseFloor, kMadToSigma * median(scratch));
+  return fit;
+}
+
+// "1 MiB", "64 MiB", "12 B", "1.5 GiB": sizes as an operator reads them.
+std::string size_text(std::uint64_t bytes) {
+  static constexpr std::array<std::string_view, 5> kUnits{"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(bytes);
+  std::size_t u = 0;
+  while (v >= 1024 && u + 1 < kUnits.size()) v /= 1024, ++u;
+  if (v == std::floor(v)) return fmt::format("{} {}", static_cast<std::uint64_t>(v), kUnits[u]);
+  return fmt::format("{:.3g} {}", v, kUnits[u]);
+}
+
+std::string_view placement_name(bool out) { return out ? "out_of_place" : "in_place"; }
+
+enum class State { kOk, kLow, kDisagree };
+
+struct Judged {
+  State state = State::kOk;
+  std::string placement;  // "both" or the placement furthest below
+  double measured = 0;
+  double expected = 0;
+  bool from_fit = true;  // expected is the fit (else the smaller size's busbw)
+  double other = -1;     // the other placement's busbw, -1 when absent
+  bool kink = false;     // a lag below the curve let through as the protocol switch
+};
+
+struct Thresholds {
+  double fit = kMinFall;   // below the fitted curve
+  double step = kMinFall;  // below the next smaller size
+};
+
+// How far one placement is below where it should be; `severe` and `low` follow the rules at the
+// top of analyze.h.
+struct Fall {
+  bool severe = false;
+  bool low = false;
+  bool kink = false;
+  bool from_fit = true;
+  double expected = 0;
+  double ratio = 1;  // measured / expected
+};
+
+Fall fall_of(double y, std::optional<double> prev, double fitted, bool in_kink_zone,
+             const Thresholds& t) {
+  Fall f;
+  double below_fit = 1 - y / fitted;
+  double below_prev = prev && *prev > 0 ? 1 - y / *prev : 0;
+  // In the protocol-switch zone a late switch makes busbw lag the curve while still rising; only
+  // a fall below the smaller size (or a collapse) is more than that.
+  bool lags = below_fit > t.fit;
+  bool by_fit = lags && (!in_kink_zone || below_prev > 0 || below_fit > kKinkCollapse);
+  // A fall below the smaller size must also show against the curve: two neighbours can differ
+  // by chance when noise moves both placements together.
+  bool by_step = below_prev > t.step && below_fit > kMinFall / 2;
+  f.kink = lags && !by_fit;
+  f.severe = by_fit || by_step;
+  f.low = below_fit > t.fit / 2 || below_prev > t.step / 2;
+  f.from_fit = by_fit || !by_step || fitted >= *prev;
+  f.expected = f.from_fit ? fitted : *prev;
+  f.ratio = y / f.expected;
+  return f;
+}
+
+Judged judge(const SizeRow& r, const SizeRow* prev, double fitted, const Thresholds& t) {
+  bool zone = r.size >= kKinkLowBytes && r.size <= kKinkHighBytes;
+  Fall fo = fall_of(r.out, prev ? std::optional(prev->out) : std::nullopt, fitted, zone, t);
+  Judged j;
+  if (!r.in) {
+    j.state = fo.severe ? State::kLow : State::kOk;
+    j.placement = "out_of_place";
+    j.measured = r.out;
+    j.expected = fo.expected;
+    j.from_fit = fo.from_fit;
+    j.kink = fo.kink;
+    return j;
+  }
+  Fall fi = fall_of(*r.in, prev ? prev->in : std::nullopt, fitted, zone, t);
+  bool worse_out = fo.severe != fi.severe ? fo.severe : fo.ratio <= fi.ratio;
+  const Fall& worse = worse_out ? fo : fi;
+  const Fall& other = worse_out ? fi : fo;
+  j.placement = placement_name(worse_out);
+  j.measured = worse_out ? r.out : *r.in;
+  j.other = worse_out ? *r.in : r.out;
+  j.expected = worse.expected;
+  j.from_fit = worse.from_fit;
+  j.kink = fo.kink || fi.kink;
+  if (fo.severe && fi.severe) {
+    j.state = State::kLow;
+    j.placement = "both";
+  } else if (worse.severe && other.low) {
+    j.state = State::kLow;
+  } else if (worse.severe && 1 - j.measured / j.other > t.fit) {
+    // One placement off while the other is on the curve, and apart by more than noise allows.
+    j.state = State::kDisagree;
+  }
+  return j;
+}
+
+// Relative noise between the two placements of the same size: they measure the same transfer,
+// so their spread is the run's noise without any model in it. kNoiseFloor without in-place.
+double placement_noise(const std::vector<SizeRow>& rows) {
+  std::vector<double> d;
+  d.reserve(rows.size());
+  for (const auto& r : rows)
+    if (r.in && *r.in > 0 && r.out > 0) d.push_back(std::abs(std::log(r.out / *r.in)));
+  if (d.empty()) return kNoiseFloor;
+  return std::max(kNoiseFloor, kMadToSigma * median(d) / std::sqrt(2.0));
+}
+
+}  // namespace
+
+double fit_busbw_gbps(const Fit& fit, double size_bytes) {
+  if (!fit.ok || !(size_bytes > 0)) return 0;
+  if (fit.plateau_only) return fit.peak_gbps;
+  double x = std::log2(size_bytes);
+  return fit.peak_gbps * sigmoid(fit.slope * (x - fit.mid_log2));
+}
+
+Fit fit_run(const Run& run) { return fit_points(informative_rows(run, peak_of(run))); }
+
+namespace {
+
+std::string basis_text(const Judged& j, const SizeRow* prev) {
+  if (j.from_fit || !prev) return fmt::format("the fitted {:.4g} GB/s", j.expected);
+  return fmt::format("the {:.4g} GB/s measured at {} (busbw should not fall as size grows)",
+                     j.expected, size_text(prev->size));
+}
+
+std::string what_text(const Judged& j) {
+  if (j.placement == "both") return fmt::format("busbw {:.4g} GB/s (both placements)", j.measured);
+  return fmt::format("{} busbw {:.4g} GB/s", j.placement, j.measured);
+}
+
+// "; in_place 30.74 GB/s is low too" when one placement leads a fall the other shares.
+std::string also_text(const Judged& j) {
+  if (j.placement == "both" || j.other < 0) return "";
+  return fmt::format(" ({} {:.4g} GB/s, low too)",
+                     j.placement == "in_place" ? "out_of_place" : "in_place", j.other);
+}
+
+// Dips, cliffs and placement disagreements, in order of size.
+void find_falls(const std::vector<SizeRow>& rows, const Fit& fit, int nodes, RunAnalysis& a) {
+  Thresholds thr{std::max(kNoiseK * fit.noise, kMinFall),
+                 std::max(kNoiseK * placement_noise(rows), kMinFall)};
+  std::vector<Judged> judged;
+  judged.reserve(rows.size());
+  std::string kinks;
+  std::size_t kink_count = 0;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    judged.push_back(judge(rows[i], i ? &rows[i - 1] : nullptr,
+                           fit_busbw_gbps(fit, static_cast<double>(rows[i].size)), thr));
+    if (judged.back().kink && judged.back().state == State::kOk)
+      kinks += fmt::format("{}{}", kink_count++ ? ", " : "", size_text(rows[i].size));
+  }
+  if (!kinks.empty())
+    a.notes.push_back(
+        fmt::format("{} {} the fitted curve by more than {:.0f}% while busbw still "
+                    "rises: the normal protocol switch (LL/Ring -> Simple/NVLS), "
+                    "not a finding",
+                    kinks, kink_count == 1 ? "lags" : "lag", 100 * thr.fit));
+  for (std::size_t i = 0; i < rows.size();) {
+    const Judged& j = judged[i];
+    const SizeRow* prev = i ? &rows[i - 1] : nullptr;
+    if (j.state == State::kDisagree) {
+      a.anomalies.push_back(
+          {rows[i].size, "placement_disagreement", j.placement, j.measured, j.expected,
+           fmt::format("{}: {} busbw {:.4g} GB/s is {:.0f}% below {} while the other placement is "
+                       "on the curve at {:.4g} GB/s",
+                       size_text(rows[i].size), j.placement, j.measured,
+                       100 * (1 - j.measured / j.expected), basis_text(j, prev), j.other),
+           nodes});
+      ++i;
+      continue;
+    }
+    if (j.state != State::kLow) {
+      ++i;
+      continue;
+    }
+    std::size_t end = i;
+    while (end + 1 < rows.size() && judged[end + 1].state == State::kLow) ++end;
+    std::size_t len = end - i + 1;
+    bool to_end = end + 1 == rows.size();
+    bool cliff = to_end || len > kMaxDipSizes;
+    std::string head =
+        len == 1 ? size_text(rows[i].size)
+                 : fmt::format("{} to {}", size_text(rows[i].size), size_text(rows[end].size));
+    std::string detail =
+        cliff ? fmt::format(
+                    "from {} on, {} is {:.0f}% below {}{}, and busbw stays low through "
+                    "{}{}",
+                    size_text(rows[i].size), what_text(j), 100 * (1 - j.measured / j.expected),
+                    basis_text(j, prev), also_text(j), size_text(rows[end].size),
+                    to_end ? ", the last size measured" : "")
+              : fmt::format("{}: {} is {:.0f}% below {}{}; busbw recovers at {}", head,
+                            what_text(j), 100 * (1 - j.measured / j.expected), basis_text(j, prev),
+                            also_text(j), size_text(rows[end + 1].size));
+    a.anomalies.push_back({rows[i].size, cliff ? "cliff" : "dip", j.placement, j.measured,
+                           j.expected, std::move(detail), nodes});
+    i = end + 1;
+  }
+}
+
+void find_wrong_results(const Run& run, RunAnalysis& a) {
+  bool row_wrong = false;
+  if (!run.old_format) {
+    for (const auto& r : run.rows) {
+      auto check = [&](const std::optional<Measure>& m, std::string_view placement) {
+        if (!m || !m->wrong || !(*m->wrong > 0)) return;
+        row_wrong = true;
+        a.anomalies.push_back({r.size_bytes, "wrong_results", std::string(placement), m->busbw_gbps,
+                               m->busbw_gbps,
+                               fmt::format("{} {}: {:g} wrong values; the collective returned "
+                                           "corrupt data: isolate the node(s) and check GPU "
+                                           "memory (Xid, ECC) and NIC health",
+                                           size_text(r.size_bytes), placement, *m->wrong),
+                               run.nodes});
+      };
+      check(r.out_of_place, "out_of_place");
+      check(r.in_place, "in_place");
+    }
+  } else {
+    // Old builds print the largest relative error, not a count; nccl-tests compares it with a
+    // tolerance that depends on the type and the rank count and reports the verdict in the footer.
+    double worst = 0;
+    for (const auto& r : run.rows) {
+      worst = std::max(worst, r.out_of_place.wrong.value_or(0));
+      if (r.in_place) worst = std::max(worst, r.in_place->wrong.value_or(0));
+    }
+    if (worst >= kOldErrorNote)
+      a.notes.push_back(fmt::format(
+          "the old-format error column reaches {:g}; nccl-tests judges "
+          "it against its own tolerance (the footer's out-of-bounds "
+          "count: {})",
+          worst,
+          run.out_of_bounds ? fmt::format("{}", *run.out_of_bounds) : std::string("not printed")));
+  }
+  if (!row_wrong && run.out_of_bounds && *run.out_of_bounds > 0)
+    a.anomalies.push_back({0, "wrong_results", "", 0, 0,
+                           fmt::format("nccl-tests counted {} out-of-bounds values: the collective "
+                                       "returned corrupt data; isolate the node(s) and check GPU "
+                                       "memory (Xid, ECC) and NIC health",
+                                       *run.out_of_bounds),
+                           run.nodes});
+}
+
+void judge_reference(const Run& run, const std::vector<SizeRow>& rows,
+                     const std::vector<Reference>& refs, std::string_view variant, RunAnalysis& a) {
+  const Reference* ref = find_reference(refs, run, variant);
+  if (!ref) {
+    if (!run.gpu_model.empty() && run.nodes > 0)
+      a.notes.push_back(fmt::format("no reference for {} {} on {} node(s){}: the peak is not judged",
+                                    run.gpu_model, collective_name(run.collective), run.nodes,
+                                    variant == "default" ? "" : fmt::format(" ({} variant)", variant)));
+    return;
+  }
+  a.reference = *ref;
+  double peak = 0;
+  std::uint64_t peak_size = 0;
+  for (const auto& r : rows) {
+    double y = std::max(r.out, r.in.value_or(0));
+    if (y >= peak) peak = y, peak_size = r.size;
+  }
+  if (static_cast<double>(rows.back().size) < kPlateauBytes) {
+    a.notes.push_back(
+        fmt::format("the largest size, {}, is below 1 GiB: the plateau is not "
+                    "measured, so the run is not judged against {} ({})",
+                    size_text(rows.back().size), ref->source, ref->fabric));
+    return;
+  }
+  if (ref->pass_bar_gbps && peak < *ref->pass_bar_gbps) {
+    a.anomalies.push_back({peak_size, "below_reference", "", peak, *ref->pass_bar_gbps,
+                           fmt::format("peak busbw {:.4g} GB/s is under the pass bar {:.4g} GB/s "
+                                       "({}, {}); check the NCCL setup and the fabric",
+                                       peak, *ref->pass_bar_gbps, ref->source, ref->fabric),
+                           run.nodes});
+  } else if (ref->expected_busbw_gbps && peak < (1 - kBelowReference) * *ref->expected_busbw_gbps) {
+    a.anomalies.push_back(
+        {peak_size, "below_reference", "", peak, *ref->expected_busbw_gbps,
+         fmt::format("peak busbw {:.4g} GB/s is {:.0f}% below the {:.4g} GB/s expected for {} on "
+                     "{} node(s), {} ({}); check the NCCL setup and the fabric",
+                     peak, 100 * (1 - peak / *ref->expected_busbw_gbps), *ref->expected_busbw_gbps,
+                     ref->gpu, run.nodes, ref->fabric, ref->source),
+         run.nodes});
+  }
+}
+
+}  // namespace
+
+RunAnalysis analyze_run(const Run& run, const std::vector<Reference>& refs, std::string_view variant) {
+  RunAnalysis a;
+  if (run.rows.empty()) {
+    a.verdict = "no_data";
+    a.notes.push_back("no rows: nothing to judge");
+    return a;
+  }
+  double sum = 0;
+  std::size_t n = 0;
+  for (const auto& r : run.rows) {
+    sum += r.out_of_place.busbw_gbps, ++n;
+    if (r.in_place) sum += r.in_place->busbw_gbps, ++n;
+  }
+  a.peak_busbw_gbps = peak_of(run);
+  a.avg_busbw_gbps = sum / static_cast<double>(n);
+
+  auto rows = informative_rows(run, a.peak_busbw_gbps);
+  a.fit = fit_points(rows);
+  if (a.fit.ok) {
+    if (a.fit.plateau_only)
+      a.notes.push_back(fmt::format(
+          "{} size(s), {} to {}, and no rise: fitted a plateau only "
+          "({:.4g} GB/s), no curve",
+          rows.size(), size_text(rows.front().size), size_text(rows.back().size), a.fit.peak_gbps));
+    else if (rows.front().out > kFootShare * a.fit.peak_gbps)
+      a.notes.push_back(
+          fmt::format("the run starts at {} ({:.0f}% of the fitted peak): its "
+                      "rising edge is not measured, so the slope leans on the "
+                      "latency-bandwidth model",
+                      size_text(rows.front().size), 100 * rows.front().out / a.fit.peak_gbps));
+    find_falls(rows, a.fit, run.nodes, a);
+  } else {
+    a.notes.push_back("every size is latency-bound (busbw about 0): no curve to judge");
+  }
+  find_wrong_results(run, a);
+  if (!rows.empty()) judge_reference(run, rows, refs, variant, a);
+
+  a.verdict = "pass";
+  for (const auto& an : a.anomalies) {
+    if (an.kind == "wrong_results" || an.kind == "below_reference")
+      a.verdict = "fail";
+    else if (a.verdict == "pass")
+      a.verdict = "warn";
+  }
+  return a;
+}
+
+std::vector<Anomaly> analyze_scaling(const std::vector<const Run*>& runs) {
+  // Per node count: the best peak and the size it was reached at.
+  std::map<int, std::pair<double, std::uint64_t>> best;
+  for (const Run* run : runs) {
+    if (!run || run->nodes < 2) continue;
+    for (const auto& r : run->rows) {
+      double y = std::max(r.out_of_place.busbw_gbps, r.in_place ? r.in_place->busbw_gbps : 0.0);
+      auto& b = best[run->nodes];
+      if (y > b.first) b = {y, r.size_bytes};
+    }
+  }
+  constexpr double kPerDoubling = 0.75;
+  constexpr double kMonotoneSlack = 0.10;
+  std::vector<Anomaly> out;
+  for (auto it = best.begin(); it != best.end(); ++it) {
+    const auto& [m, mb] = *it;
+    // Against every smaller count: the worst shortfall is the one reported.
+    double worst_ratio = 1;
+    Anomaly found;
+    for (auto jt = best.begin(); jt != it; ++jt) {
+      const auto& [nn, nb] = *jt;
+      double allowed = nb.first * std::pow(kPerDoubling, std::log2(static_cast<double>(m) / nn));
+      if (mb.first < allowed && mb.first / allowed < worst_ratio) {
+        worst_ratio = mb.first / allowed;
+        found = {mb.second,
+                 "poor_scaling",
+                 "",
+                 mb.first,
+                 allowed,
+                 fmt::format("{} nodes peak {:.4g} GB/s is below {:.4g} GB/s, {:.2f}^{:.3g} x the "
+                             "{}-node peak {:.4g} GB/s (at most 25% lost per doubling of nodes); "
+                             "check the fabric between the added nodes",
+                             m, mb.first, allowed, kPerDoubling,
+                             std::log2(static_cast<double>(m) / nn), nn, nb.first),
+                 m};
+      }
+    }
+    // Against every larger count: a smaller count should not be slower.
+    for (auto jt = std::next(it); jt != best.end() && worst_ratio == 1; ++jt) {
+      const auto& [nn, nb] = *jt;
+      if (mb.first < (1 - kMonotoneSlack) * nb.first) {
+        worst_ratio = mb.first / nb.first;
+        found = {mb.second,
+                 "poor_scaling",
+                 "",
+                 mb.first,
+                 nb.first,
+                 fmt::format("{} nodes peak {:.4g} GB/s is more than 10% below the {}-node peak "
+                             "{:.4g} GB/s; a smaller job should not be slower: check the {} "
+                             "nodes' links",
+                             m, mb.first, nn, nb.first, m),
+                 m};
+      }
+    }
+    if (worst_ratio < 1) out.push_back(std::move(found));
+  }
+  return out;
+}
+
+}  // namespace cmax::nccl

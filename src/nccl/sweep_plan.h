@@ -1,0 +1,53 @@
+#pragma once
+// What `cmax nccl sweep` runs: one command per collective, node count and variant, as argv and
+// environment (spawned without a shell). Pure: options in, steps out.
+//
+// Variants (the golden recipe, docs/nccl.md):
+//   golden   NCCL's own choices, no overrides; NCCL_DEBUG=VERSION so the log names the NCCL build.
+//            Every collective at every node count.
+//   network  golden plus NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1: every byte goes through the NICs,
+//            so the fabric is measured, not NVLink. all_reduce at every node count above 1.
+//   ring     golden plus NCCL_ALGO=Ring: the 2-node all_reduce against the published ring numbers
+//            (392.7 GB/s on 8x400G H100), since the default (tree/NVLS) overstates busbw there.
+
+#include <string>
+#include <vector>
+
+namespace cmax::nccl {
+
+enum class Launcher { kMpirun, kSrun };
+
+struct SweepOptions {
+  Launcher launcher = Launcher::kMpirun;
+  std::vector<int> node_counts{1, 2};
+  int ranks_per_node = 8;  ///< one per GPU
+  std::vector<std::string> tests{"all_reduce", "all_gather", "reduce_scatter", "alltoall", "sendrecv"};
+  /// nccl-tests' build directory: runs DIR/<test>_perf. Empty: `collbench` below.
+  std::string tests_dir;
+  /// cmax-collbench's path, run as `cmax-collbench --op <test>` (CPU fabrics, machines without GPUs).
+  std::string collbench;
+  std::string min_bytes = "8", max_bytes = "8G", step_factor = "2";
+  int iters = 20, warmup = 5;
+  /// mpirun: the hosts to place ranks on, one node each (the first n for n nodes); empty: this host.
+  std::vector<std::string> hosts;
+  std::vector<std::string> launcher_args;  ///< extra, before the program (--partition x; --mca btl ...)
+  bool network_variant = true;
+  bool ring_variant = true;
+  std::string mpirun = "mpirun";
+  std::string srun = "srun";
+};
+
+struct SweepStep {
+  std::string test;     ///< "all_reduce"
+  int nodes = 1;
+  std::string variant;  ///< "golden", "network", "ring"
+  std::vector<std::string> argv;
+  std::vector<std::string> env;  ///< "KEY=VALUE" set for the launcher (mpirun also forwards with -x)
+  std::string log_name;          ///< "all_reduce-2n-golden.log"
+};
+
+/// The steps in run order: by node count, then collective, then variant. Node counts above the
+/// number of `hosts` (mpirun with hosts given) are skipped.
+std::vector<SweepStep> plan_sweep(const SweepOptions& options);
+
+}  // namespace cmax::nccl
