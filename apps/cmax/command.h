@@ -25,6 +25,7 @@ Runner setup_scan(CLI::App& sub);
 Runner setup_check(CLI::App& sub);
 Runner setup_drill(CLI::App& sub);
 Runner setup_nccl(CLI::App& sub);
+Runner setup_endpoint(CLI::App& sub);
 Runner setup_version(CLI::App& sub);
 
 /// True when stdout is a terminal (colour, progress lines).

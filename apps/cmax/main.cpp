@@ -24,6 +24,7 @@ const Command kCommands[] = {
     {"check", "Quick node health verdict from the kernel log and probes; Slurm HealthCheckProgram mode", setup_check},
     {"drill", "Fault drills: inject a GPU or node failure and time detection, drain and replacement", setup_drill},
     {"nccl", "NCCL collectives: analyse nccl-tests logs (curve fit, dips, cliffs, scaling) or sweep them", setup_nccl},
+    {"endpoint", "Inference endpoints: simulate routing policies and prefix caches over a request trace", setup_endpoint},
     {"version", "Print the cmax version", setup_version},
 };
 

@@ -1,0 +1,177 @@
+// cmax endpoint serve: an OpenAI-compatible server on loopback backed by the fleet model, for
+// testing clients, routers and benchmark tools against known cache and timing behaviour. Prints
+// the base URL on stdout, serves until SIGINT or SIGTERM, then prints its accounting (the
+// /cmax/stats JSON) on stdout. Exit codes: 0 stopped cleanly; 3 usage or environment (bad flag,
+// address in use).
+
+#include "apps/cmax/cmd_endpoint_serve.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <memory>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "endpoint/openai_server.h"
+
+namespace cmax::app {
+namespace {
+
+constexpr int kExitOk = 0, kExitUsage = 3;
+
+struct ServeFlags {
+  std::string listen = "127.0.0.1:8000";
+  std::string policy = "cache_aware";
+  std::string cache_fields = "openai";
+  int slow_first_token_ms = 0;
+  endpoint::ServeConfig config;
+};
+
+// Each stream holds a socket; the default soft limit (often 1024) would cap concurrent streams.
+void raise_fd_limit() {
+  rlimit lim{};
+  if (::getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur < lim.rlim_max) {
+    lim.rlim_cur = lim.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &lim);
+  }
+}
+
+int run_serve(ServeFlags& f) {
+  auto& c = f.config;
+  auto listen = endpoint::parse_listen(f.listen);
+  if (!listen) {
+    fmt::print(stderr, "cmax endpoint serve: {}\n", listen.error().message);
+    return kExitUsage;
+  }
+  std::tie(c.host, c.port) = *listen;
+  if (!endpoint::policy_from_name(f.policy, c.fleet.policy)) {
+    fmt::print(stderr, "cmax endpoint serve: --policy {}: not a policy; use one of", f.policy);
+    for (auto p : endpoint::all_policies()) fmt::print(stderr, " {}", endpoint::policy_name(p));
+    fmt::print(stderr, "\n");
+    return kExitUsage;
+  }
+  if (!endpoint::cache_fields_from_name(f.cache_fields, c.cache_fields)) {
+    fmt::print(stderr, "cmax endpoint serve: --cache-fields {}: use openai, anthropic, deepseek or all\n",
+               f.cache_fields);
+    return kExitUsage;
+  }
+  for (auto [name, rate] : {std::pair{"--fault-429-rate", c.faults.rate_429}, std::pair{"--fault-5xx-rate", c.faults.rate_5xx},
+                            std::pair{"--fault-drop-stream-rate", c.faults.drop_stream_rate}}) {
+    if (!(rate >= 0 && rate <= 1)) {
+      fmt::print(stderr, "cmax endpoint serve: {} {}: a share between 0 and 1\n", name, rate);
+      return kExitUsage;
+    }
+  }
+  if (c.time_scale < 0 || f.slow_first_token_ms < 0) {
+    fmt::print(stderr, "cmax endpoint serve: --time-scale and --fault-slow-first-token-ms must be >= 0\n");
+    return kExitUsage;
+  }
+  c.faults.slow_first_token = std::chrono::milliseconds(f.slow_first_token_ms);
+
+  raise_fd_limit();
+  ::signal(SIGPIPE, SIG_IGN);  // a client gone mid-stream is a failed write, not a dead server
+  // SIGINT and SIGTERM go to sigwait below: blocked here, before any server thread inherits the mask.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  ::pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  auto server = endpoint::OpenAiServer::bind(c);
+  if (!server) {
+    fmt::print(stderr, "cmax endpoint serve: {}\n", server.error().message);
+    return kExitUsage;
+  }
+  const bool v6 = c.host.find(':') != std::string::npos;
+  const auto url = fmt::format("http://{}{}{}:{}/v1", v6 ? "[" : "", c.host, v6 ? "]" : "", (*server)->port());
+  if (!endpoint::is_loopback_host(c.host))
+    fmt::print(stderr, "cmax endpoint serve: warning: {} is reachable from other hosts; there is no authentication\n",
+               c.host);
+  fmt::print("cmax endpoint serve: listening on {} (model {}, {} replicas, policy {}, {}-token blocks)\n", url,
+             c.model, c.fleet.replicas, f.policy, c.fleet.block_tokens);
+  std::fflush(stdout);
+
+  bool served = true;
+  std::thread runner([&] {
+    served = (*server)->run();
+    if (!served) ::kill(::getpid(), SIGTERM);  // wake the sigwait below
+  });
+  int sig = 0;
+  ::sigwait(&stop_signals, &sig);
+  (*server)->stop();
+  runner.join();
+  if (!served) {
+    fmt::print(stderr, "cmax endpoint serve: the listener on {} failed\n", url);
+    return kExitUsage;
+  }
+  fmt::print("{}\n", (*server)->stats_json());
+  return kExitOk;
+}
+
+}  // namespace
+
+Runner setup_endpoint_serve(CLI::App& serve) {
+  auto f = std::make_shared<ServeFlags>();
+  auto& c = f->config;
+  c.fleet.block_tokens = 16;  // chat-size prompts fill blocks, so caching shows (the model's default is 512)
+  serve.add_option("--listen", f->listen,
+                   "HOST:PORT to listen on; port 0 picks a free one (printed). Wildcards (0.0.0.0, ::) are "
+                   "refused: name an address")
+      ->capture_default_str();
+  serve.add_option("--model", c.model, "The one model name served; others get 404 model_not_found")
+      ->capture_default_str();
+  serve.add_option("--replicas", c.fleet.replicas, "Replicas behind the router")->capture_default_str();
+  serve.add_option("--policy", f->policy,
+                   "Routing: round_robin, random, least_loaded, consistent_hash, cache_aware, precise")
+      ->capture_default_str();
+  serve.add_option("--cache-blocks", c.fleet.cache_blocks, "Prefix-cache blocks per replica (0 = no cache)")
+      ->capture_default_str();
+  serve.add_option("--block-tokens", c.fleet.block_tokens, "Tokens per cache block (the tokenizer's block size)")
+      ->capture_default_str();
+  serve.add_option("--prefill-tokens-per-s", c.fleet.timing.prefill_tokens_per_s, "Uncached prompt tokens per second")
+      ->capture_default_str();
+  serve.add_option("--decode-tokens-per-s", c.fleet.timing.decode_tokens_per_s, "Decode tokens per second, one sequence")
+      ->capture_default_str();
+  serve.add_option("--batch-slowdown", c.fleet.timing.batch_slowdown, "Decode slowdown per extra sequence in the batch")
+      ->capture_default_str();
+  serve.add_option("--max-concurrent", c.fleet.timing.max_concurrent, "Sequences per replica at once; more queue")
+      ->capture_default_str();
+  serve.add_option("--cache-threshold", c.fleet.cache_threshold, "cache_aware: route by match when ratio >= this")
+      ->capture_default_str();
+  serve.add_option("--balance-abs-threshold", c.fleet.balance_abs_threshold, "cache_aware: imbalance gap (running)")
+      ->capture_default_str();
+  serve.add_option("--balance-rel-threshold", c.fleet.balance_rel_threshold, "cache_aware: imbalance ratio")
+      ->capture_default_str();
+  serve.add_option("--seed", c.seed, "Seed of the fault draws and of the random policy")->capture_default_str();
+  serve.add_option("--cache-fields", f->cache_fields,
+                   "Usage cache fields: openai (prompt_tokens_details.cached_tokens, always there), anthropic "
+                   "(+cache_read/creation_input_tokens), deepseek (+prompt_cache_hit/miss_tokens), all")
+      ->capture_default_str();
+  serve.add_option("--time-scale", c.time_scale,
+                   "Wall seconds per model second: 1 real time, 0.01 100x faster, 0 no pacing")
+      ->capture_default_str();
+  serve.add_option("--default-max-tokens", c.default_max_tokens, "Completion tokens when a request names none")
+      ->capture_default_str();
+  serve.add_option("--max-body-bytes", c.max_body_bytes, "Larger request bodies get 413")->capture_default_str();
+  serve.add_option("--threads", c.threads, "Connection threads (a stream holds one while it waits for its tokens)")
+      ->capture_default_str();
+  serve.add_option("--fault-429-rate", c.faults.rate_429, "Share of completion requests answered 429 (Retry-After: 0)")
+      ->capture_default_str();
+  serve.add_option("--fault-5xx-rate", c.faults.rate_5xx, "Share of completion requests answered 500 server_error")
+      ->capture_default_str();
+  serve.add_option("--fault-drop-stream-rate", c.faults.drop_stream_rate,
+                   "Share of streams whose connection is closed before a random content token")
+      ->capture_default_str();
+  serve.add_option("--fault-slow-first-token-ms", f->slow_first_token_ms, "Wall milliseconds added to every first token")
+      ->capture_default_str();
+  return [f] {
+    return run_serve(*f);
+  };
+}
+
+}  // namespace cmax::app

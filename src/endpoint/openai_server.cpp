@@ -1,0 +1,456 @@
+// OpenAiServer: cpp-httplib adapter. Routing is an explicit table over one catch-all handler per
+// method, so a known path with the wrong method is a 405 and an unknown path a 404, both with
+// OpenAI's error body.
+
+#include "endpoint/openai_server.h"
+
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <charconv>
+#include <atomic>
+#include <condition_variable>
+#include <ctime>
+#include <map>
+#include <mutex>
+#include <random>
+
+#include <fmt/format.h>
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+#include "endpoint/openai_tokenize.h"
+
+namespace cmax::endpoint {
+namespace {
+
+using json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+// Above cpp-httplib's compiled-in backlog of 5, which makes a burst of connects wait for SYN
+// retransmits (1 s, 3 s); the kernel caps it at net.core.somaxconn.
+constexpr int kListenBacklog = 4096;
+
+struct ReplicaStats {
+  std::uint64_t requests = 0, prompt_tokens = 0, cached_tokens = 0, completion_tokens = 0;
+};
+
+struct Stats {
+  std::uint64_t requests = 0;  // admitted by the fleet
+  std::uint64_t completed = 0, disconnected = 0, dropped = 0;
+  std::uint64_t prompt_tokens = 0, cached_tokens = 0, completion_tokens = 0;
+  std::uint64_t fault_429 = 0, fault_5xx = 0, fault_drop = 0;
+  std::map<int, std::uint64_t> errors;  // by HTTP status
+  std::vector<ReplicaStats> replicas;
+};
+
+enum class Route { kModels, kModel, kChat, kCompletions, kStats, kHealth };
+
+struct RouteEntry {
+  std::string_view method;
+  Route route;
+};
+
+// Which route a path names, and the method it takes; nullopt for an unknown path.
+std::optional<RouteEntry> route_of(std::string_view path) {
+  if (path == "/v1/models") return RouteEntry{"GET", Route::kModels};
+  if (path.starts_with("/v1/models/") && path.size() > 11) return RouteEntry{"GET", Route::kModel};
+  if (path == "/v1/chat/completions") return RouteEntry{"POST", Route::kChat};
+  if (path == "/v1/completions") return RouteEntry{"POST", Route::kCompletions};
+  if (path == "/cmax/stats") return RouteEntry{"GET", Route::kStats};
+  if (path == "/health") return RouteEntry{"GET", Route::kHealth};
+  return std::nullopt;
+}
+
+}  // namespace
+
+Result<std::pair<std::string, int>> parse_listen(std::string_view listen) {
+  std::string_view host, port;
+  if (listen.starts_with('[')) {
+    auto close = listen.find(']');
+    if (close == std::string_view::npos || close + 1 >= listen.size() || listen[close + 1] != ':')
+      return fail("--listen {}: expected [ADDRESS]:PORT for IPv6, e.g. [::1]:8000", listen);
+    host = listen.substr(1, close - 1);
+    port = listen.substr(close + 2);
+  } else {
+    auto colon = listen.rfind(':');
+    if (colon == std::string_view::npos)
+      return fail("--listen {}: expected HOST:PORT, e.g. 127.0.0.1:8000 (port 0 picks a free one)", listen);
+    host = listen.substr(0, colon);
+    port = listen.substr(colon + 1);
+  }
+  int p = -1;
+  auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), p);
+  if (ec != std::errc() || end != port.data() + port.size() || p < 0 || p > 65535)
+    return fail("--listen {}: port must be 0..65535", listen);
+  if (host.empty() || host == "0.0.0.0" || host == "::" || host == "*")
+    return fail("--listen {}: refusing to listen on every interface; name one address (127.0.0.1 for "
+                "this machine only, or the interface address to serve other hosts)",
+                listen);
+  return std::pair<std::string, int>{std::string(host), p};
+}
+
+bool is_loopback_host(std::string_view host) {
+  return host == "localhost" || host == "::1" || host.starts_with("127.");
+}
+
+struct OpenAiServer::Impl {
+  explicit Impl(ServeConfig c) : config(std::move(c)), fleet(config.fleet), rng(config.seed) {
+    stats.replicas.resize(static_cast<std::size_t>(std::max(config.fleet.replicas, 1)));
+  }
+
+  ServeConfig config;
+  httplib::Server svr;
+  int listen_fd = -1;
+  int bound_port = 0;
+  const Clock::time_point start = Clock::now();
+  const std::int64_t created = static_cast<std::int64_t>(std::time(nullptr));
+
+  mutable std::mutex mu;  // guards fleet, rng, stats, next_id
+  Fleet fleet;
+  std::mt19937_64 rng;
+  Stats stats;
+  std::uint64_t next_id = 1;
+
+  std::mutex sleep_mu;
+  std::condition_variable sleep_cv;
+  std::atomic<bool> stopping{false};
+
+  // The model's clock: wall seconds since start, stretched by the time scale.
+  double model_now() const {
+    const double wall = std::chrono::duration<double>(Clock::now() - start).count();
+    return config.time_scale > 0 ? wall / config.time_scale : wall;
+  }
+
+  // Sleeps until `deadline` or stop(); false when stopping.
+  bool sleep_until(Clock::time_point deadline) {
+    std::unique_lock lock(sleep_mu);
+    return !sleep_cv.wait_until(lock, deadline, [&] { return stopping.load(); });
+  }
+
+  void send_error(httplib::Response& res, const ApiError& e) {
+    res.status = e.status;
+    res.set_content(error_body(e), "application/json");
+    std::lock_guard lock(mu);
+    ++stats.errors[e.status];
+  }
+
+  void install_routes() {
+    auto dispatch = [this](const httplib::Request& req, httplib::Response& res) { handle(req, res); };
+    svr.Get(".*", dispatch);
+    svr.Post(".*", dispatch);
+    svr.Put(".*", dispatch);
+    svr.Patch(".*", dispatch);
+    svr.Delete(".*", dispatch);
+    svr.Options(".*", dispatch);
+    // httplib's own errors (413 over --max-body-bytes, 400 unparsable request line) get
+    // OpenAI-shaped bodies; responses a handler already wrote are left alone.
+    svr.set_error_handler(httplib::Server::HandlerWithResponse([this](const httplib::Request&, httplib::Response& res) {
+      if (!res.body.empty() || res.is_chunked_content_provider_) return httplib::Server::HandlerResponse::Unhandled;
+      ApiError e{res.status, "invalid_request_error", fmt::format("HTTP {} from cmax endpoint serve", res.status), "", ""};
+      if (res.status == 413) {
+        e.message = fmt::format("request body larger than {} bytes (the server's --max-body-bytes)",
+                                config.max_body_bytes);
+        e.code = "request_too_large";
+      }
+      res.set_content(error_body(e), "application/json");
+      std::lock_guard lock(mu);
+      ++stats.errors[res.status];
+      return httplib::Server::HandlerResponse::Handled;
+    }));
+    svr.set_exception_handler([this](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+      std::string what = "internal error";
+      try {
+        if (ep) std::rethrow_exception(ep);
+      } catch (const std::exception& ex) {
+        what = ex.what();
+      } catch (...) {
+      }
+      send_error(res, ApiError{500, "server_error", "cmax endpoint serve: " + what, "", "internal_error"});
+    });
+  }
+
+  void handle(const httplib::Request& req, httplib::Response& res) {
+    auto r = route_of(req.path);
+    if (!r) {
+      send_error(res, ApiError{404, "invalid_request_error",
+                               fmt::format("Invalid URL ({} {})", req.method, req.path), "", "unknown_url"});
+      return;
+    }
+    if (req.method != r->method) {
+      res.set_header("Allow", std::string(r->method));
+      send_error(res, ApiError{405, "invalid_request_error",
+                               fmt::format("{} {} is not allowed; use {}", req.method, req.path, r->method),
+                               "", "method_not_allowed"});
+      return;
+    }
+    switch (r->route) {
+      case Route::kModels:
+        res.set_content(models_body(config.model, created), "application/json");
+        return;
+      case Route::kModel: {
+        const auto id = req.path.substr(11);
+        if (id != config.model) {
+          send_error(res, model_not_found(id));
+          return;
+        }
+        res.set_content(json{{"id", config.model}, {"object", "model"}, {"created", created}, {"owned_by", "cmax"}}.dump(),
+                        "application/json");
+        return;
+      }
+      case Route::kStats:
+        res.set_content(stats_json(), "application/json");
+        return;
+      case Route::kHealth:
+        res.set_content("{\"status\":\"ok\"}", "application/json");
+        return;
+      case Route::kChat:
+        complete(Api::kChat, req, res);
+        return;
+      case Route::kCompletions:
+        complete(Api::kCompletions, req, res);
+        return;
+    }
+  }
+
+  ApiError model_not_found(std::string_view model) const {
+    return ApiError{404, "invalid_request_error",
+                    fmt::format("The model `{}` does not exist or you do not have access to it. This server "
+                                "serves `{}`.",
+                                model, config.model),
+                    "model", "model_not_found"};
+  }
+
+  // The plan for one admitted request: when each token goes out, and what it says.
+  struct Plan {
+    ResponseMeta meta;
+    Admission admission;
+    Usage usage;
+    std::uint64_t answer_seed = 0;
+    std::uint32_t output_tokens = 0;
+    std::string finish_reason;
+    Clock::time_point first_token;  // wall
+    std::chrono::duration<double> per_token{0};  // wall
+    std::optional<std::uint32_t> drop_before;  // fault: close before content token i
+  };
+
+  void complete(Api api, const httplib::Request& req, httplib::Response& res) {
+    const auto arrival = Clock::now();
+    auto parsed = parse_request(api, req.body, config.default_max_tokens);
+    if (auto* e = std::get_if<ApiError>(&parsed)) {
+      send_error(res, *e);
+      return;
+    }
+    auto& creq = std::get<CompletionRequest>(parsed);
+    if (creq.model != config.model) {
+      send_error(res, model_not_found(creq.model));
+      return;
+    }
+    const auto tokens = creq.token_ids.empty() ? tokenize(creq.prompt) : creq.token_ids;
+    const auto blocks = block_hashes(tokens, config.fleet.block_tokens);
+    const auto prompt_tokens = static_cast<std::uint32_t>(std::min<std::size_t>(tokens.size(), UINT32_MAX));
+
+    auto plan = std::make_shared<Plan>();
+    plan->answer_seed = sequence_hash(tokens);
+    const auto natural = natural_answer_tokens(plan->answer_seed);
+    plan->output_tokens = std::min(creq.max_tokens, natural);
+    plan->finish_reason = creq.max_tokens >= natural ? "stop" : "length";
+    std::uniform_real_distribution<double> u01(0, 1);
+    {
+      std::lock_guard lock(mu);
+      const auto& f = config.faults;
+      if (f.rate_429 > 0 && u01(rng) < f.rate_429) {
+        ++stats.fault_429;
+        res.set_header("Retry-After", "0");
+        res.status = 429;
+        res.set_content(error_body({429, "requests", "Rate limit reached (injected by cmax endpoint serve --fault-429-rate)",
+                                    "", "rate_limit_exceeded"}),
+                        "application/json");
+        ++stats.errors[429];
+        return;
+      }
+      if (f.rate_5xx > 0 && u01(rng) < f.rate_5xx) {
+        ++stats.fault_5xx;
+        res.status = 500;
+        res.set_content(error_body({500, "server_error",
+                                    "The server had an error while processing your request (injected by cmax "
+                                    "endpoint serve --fault-5xx-rate)",
+                                    "", "internal_error"}),
+                        "application/json");
+        ++stats.errors[500];
+        return;
+      }
+      if (creq.stream && f.drop_stream_rate > 0 && u01(rng) < f.drop_stream_rate) {
+        plan->drop_before = static_cast<std::uint32_t>(rng() % std::max<std::uint32_t>(plan->output_tokens, 1));
+        ++stats.fault_drop;
+      }
+      const double now = model_now();
+      plan->admission = fleet.admit(blocks, prompt_tokens, plan->output_tokens, creq.user, now);
+      const double scale = config.time_scale;
+      plan->first_token = arrival + f.slow_first_token +
+                          std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(
+                              scale > 0 ? std::max(0.0, plan->admission.first_token_s - now) * scale : 0.0));
+      plan->per_token = std::chrono::duration<double>(scale > 0 ? plan->admission.per_token_s * scale : 0.0);
+      plan->meta.id = fmt::format("{}-cmax{:08x}", api == Api::kChat ? "chatcmpl" : "cmpl", next_id++);
+      ++stats.requests;
+      stats.prompt_tokens += prompt_tokens;
+      stats.cached_tokens += plan->admission.cached_tokens;
+      auto& rs = replica_stats(plan->admission.replica);
+      ++rs.requests;
+      rs.prompt_tokens += prompt_tokens;
+      rs.cached_tokens += plan->admission.cached_tokens;
+    }
+    const auto& a = plan->admission;
+    plan->usage = Usage{prompt_tokens, plan->output_tokens, a.cached_tokens,
+                        static_cast<std::uint32_t>(std::min<std::size_t>(
+                            (a.prompt_blocks - std::min(a.cached_blocks, a.prompt_blocks)) *
+                                static_cast<std::size_t>(config.fleet.block_tokens),
+                            prompt_tokens - std::min(a.cached_tokens, prompt_tokens)))};
+    plan->meta.api = api;
+    plan->meta.created = static_cast<std::int64_t>(std::time(nullptr));
+    plan->meta.model = config.model;
+    plan->meta.cache_fields = config.cache_fields;
+    plan->meta.include_usage = creq.include_usage;
+
+    if (!creq.stream) {
+      const auto last = plan->first_token +
+                        std::chrono::duration_cast<Clock::duration>(plan->per_token * (plan->output_tokens - 1));
+      sleep_until(last);
+      std::string text;
+      for (std::uint32_t i = 0; i < plan->output_tokens; ++i) text += answer_token(plan->answer_seed, i);
+      res.set_content(completion_body(plan->meta, text, plan->finish_reason, plan->usage), "application/json");
+      end(*plan, plan->output_tokens, /*completed=*/true, /*dropped=*/false);
+      return;
+    }
+
+    // The stream: the role chunk at once (chat), content tokens on the model's schedule, then the
+    // usage chunk and [DONE]. A failed write is a client gone: stop, and the releaser accounts.
+    auto sent = std::make_shared<std::uint32_t>(0);
+    auto outcome = std::make_shared<int>(0);  // 0 disconnected/stopped, 1 completed, 2 dropped by fault
+    res.set_header("Cache-Control", "no-cache");
+    res.set_chunked_content_provider(
+        "text/event-stream",
+        [this, plan, sent, outcome](std::size_t, httplib::DataSink& sink) {
+          auto write = [&](const std::string& s) { return sink.write(s.data(), s.size()); };
+          if (plan->meta.api == Api::kChat && !write(sse_event(chat_role_chunk(plan->meta)))) return false;
+          for (std::uint32_t i = 0; i < plan->output_tokens; ++i) {
+            const auto due = plan->first_token +
+                             std::chrono::duration_cast<Clock::duration>(plan->per_token * i);
+            if (!sleep_until(due)) return false;
+            if (plan->drop_before && *plan->drop_before == i) {
+              *outcome = 2;
+              return false;  // httplib closes the connection without the terminating chunk
+            }
+            const bool last = i + 1 == plan->output_tokens;
+            if (!write(sse_event(content_chunk(plan->meta, answer_token(plan->answer_seed, i),
+                                               last ? plan->finish_reason : ""))))
+              return false;
+            ++*sent;
+          }
+          if (plan->meta.include_usage && !write(sse_event(usage_chunk(plan->meta, plan->usage)))) return false;
+          if (!write(std::string(kSseDone))) return false;
+          *outcome = 1;
+          sink.done();
+          return true;
+        },
+        [this, plan, sent, outcome](bool) { end(*plan, *sent, *outcome == 1, *outcome == 2); });
+  }
+
+  ReplicaStats& replica_stats(int replica) {
+    const auto i = static_cast<std::size_t>(std::max(replica, 0));
+    if (i >= stats.replicas.size()) stats.replicas.resize(i + 1);
+    return stats.replicas[i];
+  }
+
+  // Once per admitted request: its decode slot frees and the tokens it delivered are counted.
+  void end(const Plan& plan, std::uint32_t delivered, bool completed, bool dropped) {
+    std::lock_guard lock(mu);
+    fleet.finish(plan.admission.replica, model_now());
+    stats.completion_tokens += delivered;
+    replica_stats(plan.admission.replica).completion_tokens += delivered;
+    if (completed) ++stats.completed;
+    else if (dropped) ++stats.dropped;
+    else ++stats.disconnected;
+  }
+
+  std::string stats_json() const {
+    std::lock_guard lock(mu);
+    json j = {{"schema", "cmax.endpoint.serve.stats/1"},
+              {"model", config.model},
+              {"block_tokens", config.fleet.block_tokens},
+              {"requests", stats.requests},
+              {"completed", stats.completed},
+              {"disconnected", stats.disconnected},
+              {"dropped", stats.dropped},
+              {"prompt_tokens", stats.prompt_tokens},
+              {"cached_tokens", stats.cached_tokens},
+              {"completion_tokens", stats.completion_tokens},
+              {"faults", {{"429", stats.fault_429}, {"5xx", stats.fault_5xx}, {"drop_stream", stats.fault_drop}}}};
+    json errors = json::object();
+    for (const auto& [status, n] : stats.errors) errors[std::to_string(status)] = n;
+    j["errors"] = errors;
+    const auto running = fleet.running();
+    json replicas = json::array();
+    for (std::size_t i = 0; i < stats.replicas.size(); ++i) {
+      const auto& r = stats.replicas[i];
+      replicas.push_back({{"replica", i},
+                          {"requests", r.requests},
+                          {"prompt_tokens", r.prompt_tokens},
+                          {"cached_tokens", r.cached_tokens},
+                          {"completion_tokens", r.completion_tokens},
+                          {"running", i < running.size() ? running[i] : 0}});
+    }
+    j["replicas"] = replicas;
+    return j.dump();
+  }
+};
+
+OpenAiServer::OpenAiServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+OpenAiServer::~OpenAiServer() { stop(); }
+
+Result<std::unique_ptr<OpenAiServer>> OpenAiServer::bind(ServeConfig config) {
+  if (config.fleet.block_tokens <= 0) return fail("--block-tokens must be > 0");
+  if (config.fleet.replicas <= 0) return fail("--replicas must be > 0");
+  auto impl = std::make_unique<Impl>(std::move(config));
+  Impl* p = impl.get();
+  const int threads = std::max(p->config.threads, 1);
+  p->svr.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<std::size_t>(threads)); };
+  p->svr.set_payload_max_length(p->config.max_body_bytes);
+  p->svr.set_keep_alive_max_count(1000);
+  p->svr.set_tcp_nodelay(true);  // one small write per token: Nagle would batch them
+  p->svr.set_socket_options([p](socket_t sock) {
+    int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    p->listen_fd = sock;
+  });
+  p->install_routes();
+  const auto& host = p->config.host;
+  int port = p->config.port;
+  if (port == 0) {
+    port = p->svr.bind_to_any_port(host);
+    if (port < 0) return fail("listen on {}:0: bind failed; check that {} is an address of this host", host, host);
+  } else if (!p->svr.bind_to_port(host, port)) {
+    return fail("listen on {}:{}: bind failed (port in use, or {} not an address of this host); pick another "
+                "--listen, or port 0 for a free one",
+                host, port, host);
+  }
+  if (p->listen_fd >= 0) ::listen(p->listen_fd, kListenBacklog);
+  p->bound_port = port;
+  return std::unique_ptr<OpenAiServer>(new OpenAiServer(std::move(impl)));
+}
+
+int OpenAiServer::port() const { return impl_->bound_port; }
+
+bool OpenAiServer::run() { return impl_->svr.listen_after_bind(); }
+
+void OpenAiServer::stop() {
+  {
+    std::lock_guard lock(impl_->sleep_mu);
+    impl_->stopping = true;
+  }
+  impl_->sleep_cv.notify_all();
+  impl_->svr.stop();
+}
+
+std::string OpenAiServer::stats_json() const { return impl_->stats_json(); }
+
+}  // namespace cmax::endpoint
