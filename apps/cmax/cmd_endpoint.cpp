@@ -5,9 +5,6 @@
 // Exit codes: 0 simulated (skipped trace lines are reported as warnings); 3 usage error or a trace
 // that cannot be read or holds no usable request.
 
-#include <cerrno>
-#include <cstring>
-#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -17,6 +14,7 @@
 
 #include "apps/cmax/cmd_endpoint_serve.h"
 #include "apps/cmax/command.h"
+#include "core/text_file.h"
 #include "core/strings.h"
 #include "endpoint/fleet.h"
 #include "endpoint/simulate.h"
@@ -47,18 +45,6 @@ struct SimFlags {
   endpoint::SyntheticConfig synth;
   endpoint::PriceSheet prices;
 };
-
-Result<std::string> read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return fail("open {}: {}", path, std::strerror(errno));
-  std::string text;
-  char buf[1 << 16];
-  while (in.read(buf, sizeof buf) || in.gcount() > 0) {
-    text.append(buf, static_cast<std::size_t>(in.gcount()));
-    if (text.size() > kMaxTraceBytes) return fail("read {}: larger than 1 GiB; split the trace", path);
-  }
-  return text;
-}
 
 Result<std::vector<endpoint::Policy>> parse_policies(const std::string& spec) {
   if (spec == "all") {
@@ -159,7 +145,7 @@ int run_simulate(const SimFlags& fl) {
   } else {
     if (fl.block_tokens != 512)
       return fmt::print(stderr, "cmax endpoint simulate: Mooncake hash_ids are 512-token blocks; drop --block-tokens\n"), kExitUsage;
-    auto text = read_text(fl.trace);
+    auto text = core::read_text_file(fl.trace, kMaxTraceBytes, "; split the trace");
     if (!text) return fmt::print(stderr, "cmax endpoint simulate: {}\n", text.error().message), kExitUsage;
     auto parsed = endpoint::parse_mooncake(*text);
     if (!parsed) return fmt::print(stderr, "cmax endpoint simulate: {}: {}\n", fl.trace, parsed.error().message), kExitUsage;

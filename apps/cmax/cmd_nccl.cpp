@@ -21,6 +21,7 @@
 #include "core/clock.h"
 #include "core/process.h"
 #include "core/strings.h"
+#include "core/text_file.h"
 #include "nccl/analyze.h"
 #include "nccl/chart.h"
 #include "nccl/parse.h"
@@ -68,18 +69,6 @@ std::string human_bytes(double b) {
     ++u;
   }
   return fmt::format("{:.3g} {}", b, kUnits[u]);
-}
-
-Result<std::string> read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return fail("open {}: {}", path, std::strerror(errno));
-  std::string text;
-  char buf[1 << 16];
-  while (in.read(buf, sizeof buf) || in.gcount() > 0) {
-    text.append(buf, static_cast<std::size_t>(in.gcount()));
-    if (text.size() > kMaxLogBytes) return fail("read {}: larger than {} MiB, not an nccl-tests log", path, kMaxLogBytes >> 20);
-  }
-  return text;
 }
 
 json anomaly_json(const nccl::Anomaly& a) {
@@ -232,7 +221,7 @@ int run_analyze(const NcclFlags& f) {
   std::vector<Analysed> runs;
   bool partial = false;
   for (const auto& path : f.files) {
-    auto text = read_file(path);
+    auto text = core::read_text_file(path, kMaxLogBytes, ", not an nccl-tests log");
     auto parsed = text ? nccl::parse_nccl_tests(*text) : Result<nccl::ParsedLog>(Unexpected<Error>{text.error()});
     if (!parsed) {
       files.push_back({{"file", path}, {"error", parsed.error().message}});
@@ -347,7 +336,7 @@ int run_sweep(const NcclFlags& f) {
   // The environment recipe, from what this run would use.
   nccl::RecipeInput recipe;
   recipe.nccl_conf_path = !f.nccl_conf.empty() ? f.nccl_conf : std::getenv("NCCL_CONF_FILE") ? std::getenv("NCCL_CONF_FILE") : "/etc/nccl.conf";
-  if (auto t = read_file(recipe.nccl_conf_path)) recipe.nccl_conf = *t;
+  if (auto t = core::read_text_file(recipe.nccl_conf_path, kMaxLogBytes)) recipe.nccl_conf = *t;
   for (char** e = environ; e && *e; ++e) {
     std::string_view kv(*e);
     if (!kv.starts_with("NCCL_")) continue;
