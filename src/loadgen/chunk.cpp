@@ -1,0 +1,1 @@
+// chunk: see chunk.h

@@ -1,0 +1,1 @@
+// compare: see compare.h

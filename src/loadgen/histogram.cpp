@@ -1,0 +1,1 @@
+// histogram: see histogram.h

@@ -1,0 +1,1 @@
+// http_client: see http_client.h

@@ -1,0 +1,1 @@
+// runner: see runner.h

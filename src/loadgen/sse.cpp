@@ -1,0 +1,1 @@
+// sse: see sse.h

@@ -1,0 +1,1 @@
+// workload: see workload.h
