@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "apps/cmax/cmd_endpoint_bench.h"
 #include "apps/cmax/cmd_endpoint_serve.h"
 #include "apps/cmax/command.h"
 #include "core/text_file.h"
@@ -231,7 +232,7 @@ Runner setup_endpoint(CLI::App& sub) {
       "Inference endpoints. simulate: replay a request trace (Mooncake JSONL, or a synthetic multi-turn chat) through a\n"
       "modelled fleet of replicas with prefix caches under six routing policies and compare cache hit rate, TTFT, E2E,\n"
       "load balance and the bill. The model is analytic, not a GPU: it ranks policies. docs/endpoint.md.\n\n"
-      "simulate exit codes: 0 done; 3 usage error or an unusable trace (serve: cmax endpoint serve --help).");
+      "simulate exit codes: 0 done; 3 usage error or an unusable trace (others: cmax endpoint serve|bench|compare --help).");
   sub.require_subcommand(1);
   auto* sim = sub.add_subcommand("simulate", "Replay a trace under each routing policy: hit rate, TTFT, E2E, balance, cost");
   sim->add_option("trace", fl->trace, "Mooncake JSONL trace (timestamp ms, input_length, output_length, hash_ids)");
@@ -266,9 +267,15 @@ Runner setup_endpoint(CLI::App& sub) {
 
   auto* serve = sub.add_subcommand("serve", "Run an OpenAI-compatible test endpoint backed by the fleet model");
   auto serve_run = setup_endpoint_serve(*serve);
-  return [fl, sim, serve, serve_run]() -> int {
+  auto* bench = sub.add_subcommand("bench", "Measure an endpoint: latency, prefix-cache hit rate, errors and the bill");
+  auto bench_run = setup_endpoint_bench(*bench);
+  auto* compare = sub.add_subcommand("compare", "Put bench runs side by side: table and SVG charts");
+  auto compare_run = setup_endpoint_compare(*compare);
+  return [fl, sim, serve, serve_run, bench, bench_run, compare, compare_run]() -> int {
     if (sim->parsed()) return run_simulate(*fl);
     if (serve->parsed()) return serve_run();
+    if (bench->parsed()) return bench_run();
+    if (compare->parsed()) return compare_run();
     return kExitUsage;
   };
 }

@@ -12,11 +12,14 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <thread>
 
 #include <fmt/format.h>
 
+#include "core/strings.h"
+#include "core/text_file.h"
 #include "endpoint/openai_server.h"
 
 namespace cmax::app {
@@ -29,6 +32,7 @@ struct ServeFlags {
   std::string policy = "cache_aware";
   std::string cache_fields = "openai";
   int slow_first_token_ms = 0;
+  std::string api_key_file, api_key_env;
   endpoint::ServeConfig config;
 };
 
@@ -72,6 +76,30 @@ int run_serve(ServeFlags& f) {
     return kExitUsage;
   }
   c.faults.slow_first_token = std::chrono::milliseconds(f.slow_first_token_ms);
+  if (!f.api_key_file.empty() && !f.api_key_env.empty()) {
+    fmt::print(stderr, "cmax endpoint serve: give --api-key-file or --api-key-env, not both\n");
+    return kExitUsage;
+  }
+  if (!f.api_key_env.empty()) {
+    const char* v = std::getenv(f.api_key_env.c_str());
+    if (v == nullptr || *v == '\0') {
+      fmt::print(stderr, "cmax endpoint serve: --api-key-env {}: the variable is unset or empty\n", f.api_key_env);
+      return kExitUsage;
+    }
+    c.api_key = v;
+  }
+  if (!f.api_key_file.empty()) {
+    auto key = core::read_text_file(f.api_key_file, 64 * 1024);
+    if (!key) {
+      fmt::print(stderr, "cmax endpoint serve: --api-key-file: {}\n", key.error().message);
+      return kExitUsage;
+    }
+    c.api_key = std::string(core::trim(*key));
+    if (c.api_key.empty()) {
+      fmt::print(stderr, "cmax endpoint serve: --api-key-file {}: the file is empty\n", f.api_key_file);
+      return kExitUsage;
+    }
+  }
 
   raise_fd_limit();
   ::signal(SIGPIPE, SIG_IGN);  // a client gone mid-stream is a failed write, not a dead server
@@ -89,9 +117,9 @@ int run_serve(ServeFlags& f) {
   }
   const bool v6 = c.host.find(':') != std::string::npos;
   const auto url = fmt::format("http://{}{}{}:{}/v1", v6 ? "[" : "", c.host, v6 ? "]" : "", (*server)->port());
-  if (!endpoint::is_loopback_host(c.host))
-    fmt::print(stderr, "cmax endpoint serve: warning: {} is reachable from other hosts; there is no authentication\n",
-               c.host);
+  if (!endpoint::is_loopback_host(c.host) && c.api_key.empty())
+    fmt::print(stderr, "cmax endpoint serve: warning: {} is reachable from other hosts; there is no authentication "
+               "(see --api-key-file)\n", c.host);
   fmt::print("cmax endpoint serve: listening on {} (model {}, {} replicas, policy {}, {}-token blocks)\n", url,
              c.model, c.fleet.replicas, f.policy, c.fleet.block_tokens);
   std::fflush(stdout);
@@ -167,6 +195,12 @@ Runner setup_endpoint_serve(CLI::App& serve) {
   serve.add_option("--fault-drop-stream-rate", c.faults.drop_stream_rate,
                    "Share of streams whose connection is closed before a random content token")
       ->capture_default_str();
+  serve.add_option("--stream-interval", c.stream_interval,
+                   "Tokens per write after the first (vLLM's --stream-interval); each is still its own SSE event")
+      ->check(CLI::Range(1, 1 << 20))->capture_default_str();
+  serve.add_option("--api-key-file", f->api_key_file,
+                   "Require Authorization: Bearer KEY on /v1/*, KEY being this file's content (trimmed)");
+  serve.add_option("--api-key-env", f->api_key_env, "The same, with KEY from this environment variable");
   serve.add_option("--fault-slow-first-token-ms", f->slow_first_token_ms, "Wall milliseconds added to every first token")
       ->capture_default_str();
   return [f] {

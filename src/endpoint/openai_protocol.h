@@ -41,6 +41,7 @@ struct CompletionRequest {
   bool include_usage = false;  ///< stream_options.include_usage
   std::uint32_t max_tokens = 0;  ///< max_completion_tokens, else max_tokens, else the default
   std::string user;            ///< the `user` field: the consistent-hash session key
+  bool ignore_eos = false;     ///< vLLM's extension: generate max_tokens tokens, past the natural end
 };
 
 /// Parses a POST body for `api`. 400 errors for malformed JSON, a missing or ill-typed field, n != 1

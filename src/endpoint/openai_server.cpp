@@ -9,8 +9,9 @@
 #include <algorithm>
 #include <charconv>
 #include <atomic>
-#include <condition_variable>
+#include <thread>
 #include <ctime>
+#include <deque>
 #include <map>
 #include <mutex>
 #include <random>
@@ -43,7 +44,24 @@ struct Stats {
   std::vector<ReplicaStats> replicas;
 };
 
-enum class Route { kModels, kModel, kChat, kCompletions, kStats, kHealth };
+// One line of /cmax/requests. Times are CLOCK_MONOTONIC nanoseconds (std::chrono::steady_clock
+// on Linux), comparable with any other process's on this host; 0 = never.
+struct LogEntry {
+  std::string id;
+  Api api = Api::kChat;
+  bool stream = false;
+  int status = 200;
+  std::string_view outcome;  // completed, dropped, disconnected, 429, 5xx
+  std::int64_t received_ns = 0, first_token_ns = 0, end_ns = 0;
+  std::uint32_t prompt_tokens = 0, cached_tokens = 0, completion_tokens = 0, max_tokens = 0;
+  int replica = -1;
+};
+
+std::int64_t mono_ns(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+}
+
+enum class Route { kModels, kModel, kChat, kCompletions, kStats, kRequests, kHealth };
 
 struct RouteEntry {
   std::string_view method;
@@ -57,6 +75,7 @@ std::optional<RouteEntry> route_of(std::string_view path) {
   if (path == "/v1/chat/completions") return RouteEntry{"POST", Route::kChat};
   if (path == "/v1/completions") return RouteEntry{"POST", Route::kCompletions};
   if (path == "/cmax/stats") return RouteEntry{"GET", Route::kStats};
+  if (path == "/cmax/requests") return RouteEntry{"GET", Route::kRequests};
   if (path == "/health") return RouteEntry{"GET", Route::kHealth};
   return std::nullopt;
 }
@@ -109,10 +128,27 @@ struct OpenAiServer::Impl {
   Fleet fleet;
   std::mt19937_64 rng;
   Stats stats;
+  std::deque<LogEntry> log;
   std::uint64_t next_id = 1;
 
-  std::mutex sleep_mu;
-  std::condition_variable sleep_cv;
+  void log_entry(LogEntry e) {  // mu held
+    if (config.request_log_max == 0) return;
+    if (log.size() >= config.request_log_max) log.pop_front();
+    log.push_back(std::move(e));
+  }
+
+  // Constant-time comparison of the bearer token, so its bytes cannot be found by timing.
+  bool authorized(const httplib::Request& req) const {
+    if (config.api_key.empty()) return true;
+    const auto h = req.get_header_value("Authorization");
+    constexpr std::string_view kBearer = "Bearer ";
+    if (h.size() != kBearer.size() + config.api_key.size() || !std::string_view(h).starts_with(kBearer)) return false;
+    unsigned char diff = 0;
+    for (std::size_t i = 0; i < config.api_key.size(); ++i)
+      diff |= static_cast<unsigned char>(h[kBearer.size() + i] ^ config.api_key[i]);
+    return diff == 0;
+  }
+
   std::atomic<bool> stopping{false};
 
   // The model's clock: wall seconds since start, stretched by the time scale.
@@ -122,9 +158,15 @@ struct OpenAiServer::Impl {
   }
 
   // Sleeps until `deadline` or stop(); false when stopping.
+  // Each stream's thread sleeps on its own (a shared condition variable would make every token's
+  // wake-up contend for one mutex: 60,000 a second at 1,000 streams); stop() is seen within 50 ms.
   bool sleep_until(Clock::time_point deadline) {
-    std::unique_lock lock(sleep_mu);
-    return !sleep_cv.wait_until(lock, deadline, [&] { return stopping.load(); });
+    for (;;) {
+      if (stopping.load(std::memory_order_relaxed)) return false;
+      const auto now = Clock::now();
+      if (now >= deadline) return true;
+      std::this_thread::sleep_for(std::min<Clock::duration>(deadline - now, std::chrono::milliseconds(50)));
+    }
   }
 
   void send_error(httplib::Response& res, const ApiError& e) {
@@ -183,6 +225,13 @@ struct OpenAiServer::Impl {
                                "", "method_not_allowed"});
       return;
     }
+    if (req.path.starts_with("/v1/") && !authorized(req)) {
+      send_error(res, ApiError{401, "invalid_request_error",
+                               "Incorrect API key provided. cmax endpoint serve was started with --api-key-file or "
+                               "--api-key-env; send it as Authorization: Bearer KEY.",
+                               "", "invalid_api_key"});
+      return;
+    }
     switch (r->route) {
       case Route::kModels:
         res.set_content(models_body(config.model, created), "application/json");
@@ -199,6 +248,9 @@ struct OpenAiServer::Impl {
       }
       case Route::kStats:
         res.set_content(stats_json(), "application/json");
+        return;
+      case Route::kRequests:
+        res.set_content(requests_jsonl(), "application/x-ndjson");
         return;
       case Route::kHealth:
         res.set_content("{\"status\":\"ok\"}", "application/json");
@@ -229,6 +281,9 @@ struct OpenAiServer::Impl {
     std::uint32_t output_tokens = 0;
     std::string finish_reason;
     Clock::time_point first_token;  // wall
+    Clock::time_point arrival;      // the handler started (the request was read)
+    Clock::time_point first_write;  // the first content token was written (stream) or the body set
+    bool stream = false;
     std::chrono::duration<double> per_token{0};  // wall
     std::optional<std::uint32_t> drop_before;  // fault: close before content token i
   };
@@ -254,6 +309,12 @@ struct OpenAiServer::Impl {
     const auto natural = natural_answer_tokens(plan->answer_seed);
     plan->output_tokens = std::min(creq.max_tokens, natural);
     plan->finish_reason = creq.max_tokens >= natural ? "stop" : "length";
+    if (creq.ignore_eos) {  // vLLM's extension: max_tokens exactly
+      plan->output_tokens = creq.max_tokens;
+      plan->finish_reason = "length";
+    }
+    plan->arrival = arrival;
+    plan->stream = creq.stream;
     std::uniform_real_distribution<double> u01(0, 1);
     {
       std::lock_guard lock(mu);
@@ -266,6 +327,8 @@ struct OpenAiServer::Impl {
                                     "", "rate_limit_exceeded"}),
                         "application/json");
         ++stats.errors[429];
+        log_entry({"", api, creq.stream, 429, "429", mono_ns(arrival), 0, mono_ns(Clock::now()), 0, 0, 0,
+                   creq.max_tokens, -1});
         return;
       }
       if (f.rate_5xx > 0 && u01(rng) < f.rate_5xx) {
@@ -277,6 +340,8 @@ struct OpenAiServer::Impl {
                                     "", "internal_error"}),
                         "application/json");
         ++stats.errors[500];
+        log_entry({"", api, creq.stream, 500, "5xx", mono_ns(arrival), 0, mono_ns(Clock::now()), 0, 0, 0,
+                   creq.max_tokens, -1});
         return;
       }
       if (creq.stream && f.drop_stream_rate > 0 && u01(rng) < f.drop_stream_rate) {
@@ -317,6 +382,7 @@ struct OpenAiServer::Impl {
       sleep_until(last);
       std::string text;
       for (std::uint32_t i = 0; i < plan->output_tokens; ++i) text += answer_token(plan->answer_seed, i);
+      plan->first_write = Clock::now();
       res.set_content(completion_body(plan->meta, text, plan->finish_reason, plan->usage), "application/json");
       end(*plan, plan->output_tokens, /*completed=*/true, /*dropped=*/false);
       return;
@@ -332,19 +398,42 @@ struct OpenAiServer::Impl {
         [this, plan, sent, outcome](std::size_t, httplib::DataSink& sink) {
           auto write = [&](const std::string& s) { return sink.write(s.data(), s.size()); };
           if (plan->meta.api == Api::kChat && !write(sse_event(chat_role_chunk(plan->meta)))) return false;
-          for (std::uint32_t i = 0; i < plan->output_tokens; ++i) {
-            const auto due = plan->first_token +
-                             std::chrono::duration_cast<Clock::duration>(plan->per_token * i);
-            if (!sleep_until(due)) return false;
-            if (plan->drop_before && *plan->drop_before == i) {
+          auto due = [&](std::uint32_t i) {
+            return plan->first_token + std::chrono::duration_cast<Clock::duration>(plan->per_token * i);
+          };
+          std::string batch;
+          for (std::uint32_t i = 0; i < plan->output_tokens;) {
+            // vLLM's --stream-interval: the first token alone, then `interval` tokens a write.
+            const std::uint32_t interval = std::max<std::uint32_t>(config.stream_interval, 1);
+            const std::uint32_t wait_for = i == 0 ? 0 : std::min(i + interval - 1, plan->output_tokens - 1);
+            if (!sleep_until(due(wait_for))) return false;
+            // Every token due by now goes out in one write, as a server behind on its schedule
+            // flushes what it has (one token per write when on time).
+            const auto now = Clock::now();
+            batch.clear();
+            std::uint32_t n = 0;
+            bool drop = false;
+            do {
+              if (plan->drop_before && *plan->drop_before == i + n) {
+                drop = true;
+                break;
+              }
+              const bool last = i + n + 1 == plan->output_tokens;
+              batch += "data: ";
+              batch += content_chunk(plan->meta, answer_token(plan->answer_seed, i + n), last ? plan->finish_reason : "");
+              batch += "\n\n";
+              ++n;
+            } while (i + n < plan->output_tokens && due(i + n) <= now);
+            if (n > 0) {
+              if (!write(batch)) return false;
+              if (i == 0) plan->first_write = Clock::now();
+              *sent += n;
+              i += n;
+            }
+            if (drop) {
               *outcome = 2;
               return false;  // httplib closes the connection without the terminating chunk
             }
-            const bool last = i + 1 == plan->output_tokens;
-            if (!write(sse_event(content_chunk(plan->meta, answer_token(plan->answer_seed, i),
-                                               last ? plan->finish_reason : ""))))
-              return false;
-            ++*sent;
           }
           if (plan->meta.include_usage && !write(sse_event(usage_chunk(plan->meta, plan->usage)))) return false;
           if (!write(std::string(kSseDone))) return false;
@@ -370,6 +459,35 @@ struct OpenAiServer::Impl {
     if (completed) ++stats.completed;
     else if (dropped) ++stats.dropped;
     else ++stats.disconnected;
+    const bool wrote = plan.first_write != Clock::time_point{};
+    log_entry({plan.meta.id, plan.meta.api, plan.stream, 200,
+               completed ? "completed" : dropped ? "dropped" : "disconnected", mono_ns(plan.arrival),
+               wrote ? mono_ns(plan.first_write) : 0, mono_ns(Clock::now()), plan.usage.prompt_tokens,
+               plan.usage.cached_tokens, delivered, plan.output_tokens, plan.admission.replica});
+  }
+
+  std::string requests_jsonl() const {
+    std::lock_guard lock(mu);
+    std::string out;
+    out.reserve(log.size() * 300);
+    for (const auto& e : log) {
+      json j = {{"id", e.id},
+                {"api", e.api == Api::kChat ? "chat" : "completions"},
+                {"stream", e.stream},
+                {"status", e.status},
+                {"outcome", e.outcome},
+                {"received_ns", e.received_ns},
+                {"first_token_ns", e.first_token_ns ? json(e.first_token_ns) : json(nullptr)},
+                {"end_ns", e.end_ns},
+                {"ttft_ms", e.first_token_ns ? json(double(e.first_token_ns - e.received_ns) / 1e6) : json(nullptr)},
+                {"prompt_tokens", e.prompt_tokens},
+                {"cached_tokens", e.cached_tokens},
+                {"completion_tokens", e.completion_tokens},
+                {"replica", e.replica}};
+      out += j.dump();
+      out += '\n';
+    }
+    return out;
   }
 
   std::string stats_json() const {
@@ -443,14 +561,11 @@ int OpenAiServer::port() const { return impl_->bound_port; }
 bool OpenAiServer::run() { return impl_->svr.listen_after_bind(); }
 
 void OpenAiServer::stop() {
-  {
-    std::lock_guard lock(impl_->sleep_mu);
-    impl_->stopping = true;
-  }
-  impl_->sleep_cv.notify_all();
+  impl_->stopping = true;
   impl_->svr.stop();
 }
 
 std::string OpenAiServer::stats_json() const { return impl_->stats_json(); }
+std::string OpenAiServer::requests_jsonl() const { return impl_->requests_jsonl(); }
 
 }  // namespace cmax::endpoint

@@ -36,6 +36,14 @@ struct ServeConfig {
   int threads = 1100;  ///< connection threads; a stream holds one while it sleeps between tokens
   ServeFaults faults;
   std::uint64_t seed = 1;  ///< fault draws (the fleet has its own in fleet.seed)
+  /// Non-empty: /v1/* requests must carry "Authorization: Bearer <api_key>", else 401
+  /// invalid_api_key. Never logged or echoed.
+  std::string api_key;
+  /// Tokens written together (vLLM's --stream-interval): the first token alone, then this many
+  /// per write, each still its own SSE event. 1 = every token as soon as it is due.
+  std::uint32_t stream_interval = 1;
+  /// Requests kept in the /cmax/requests log (the oldest are dropped beyond it).
+  std::size_t request_log_max = 1'000'000;
 };
 
 /// A `--listen` value: "HOST:PORT", "[v6]:PORT". Refuses a wildcard host (0.0.0.0, ::, empty):
@@ -61,6 +69,9 @@ class OpenAiServer {
   void stop();
   /// GET /cmax/stats: {"schema":"cmax.endpoint.serve.stats/1", totals, per replica}.
   std::string stats_json() const;
+  /// GET /cmax/requests: one JSON object per line for each completion request the fleet admitted or
+  /// a fault answered, with the server's own timestamps (docs/endpoint-serve.md).
+  std::string requests_jsonl() const;
 
  private:
   struct Impl;

@@ -1,0 +1,610 @@
+// cmax endpoint bench: measure an OpenAI-compatible endpoint's latency, prefix-cache hit rate and
+// bill (src/loadgen). cmax endpoint compare: runs side by side.
+// Exit codes (bench): 0 done; 1 done, but more than --max-error-share of requests failed;
+// 2 interrupted (Ctrl-C): partial results were written; 3 usage or environment (bad flag,
+// unreadable trace or price sheet, endpoint unreachable, API key refused, unknown model).
+// Exit codes (compare): 0 done; 3 a run could not be read.
+
+#include "apps/cmax/cmd_endpoint_bench.h"
+
+#include <signal.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <charconv>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "core/clock.h"
+#include "core/strings.h"
+#include "core/text_file.h"
+#include "endpoint/simulate.h"
+#include "endpoint/trace.h"
+#include "loadgen/chunk.h"
+#include "loadgen/compare.h"
+#include "loadgen/http_client.h"
+#include "loadgen/metrics.h"
+#include "loadgen/pricing.h"
+#include "loadgen/runner.h"
+#include "loadgen/workload.h"
+#include "report/audit_json.h"
+#include "report/run_dir.h"
+
+namespace cmax::app {
+namespace {
+
+using json = nlohmann::json;
+using namespace cmax::loadgen;
+constexpr int kExitOk = 0, kExitErrors = 1, kExitInterrupted = 2, kExitUsage = 3;
+constexpr std::size_t kMaxTraceBytes = std::size_t{1} << 30;
+
+std::atomic<bool> g_stop{false};
+extern "C" void on_sigint(int) {
+  g_stop.store(true);
+  ::signal(SIGINT, SIG_DFL);  // a second Ctrl-C kills at once
+}
+
+struct BenchFlags {
+  std::string base_url = "http://127.0.0.1:8000/v1";
+  std::string model, provider;
+  std::string api = "chat";
+  bool no_stream = false, no_usage = false, ignore_eos = false;
+  std::string http = "auto", ca_file, transport = "auto";
+  std::string api_key_env = "OPENAI_API_KEY", api_key_file;
+  // workload
+  std::string trace;
+  bool multiturn = false, fixed = false;
+  MultiTurnConfig mt;
+  FixedConfig fx;
+  std::uint32_t max_tokens = 0;
+  std::uint32_t shared_prefix_tokens = 800;
+  CLI::Option* shared_prefix_option = nullptr;  // --fixed shares nothing unless it is given
+  // schedule
+  std::string concurrency;
+  double rate = 0;
+  bool trace_timestamps = false;
+  double trace_speed = 1;
+  std::size_t requests_per_level = 0;
+  int max_inflight = 1000;
+  // limits
+  std::size_t max_requests = 0;
+  double duration_s = 0, timeout_s = 600, stall_timeout_s = 60, connect_timeout_s = 10;
+  int retries = 2;
+  Slo slo;
+  // money
+  std::string prices, price_provider;
+  double reference_hit_rate = 0.99, monthly_mtok = 0;
+  int theory_block_tokens = 16;
+  std::string out;
+  bool json = false, no_preflight = false, dry_run = false;
+  double max_error_share = 0.1;
+  std::uint64_t seed = 1;
+};
+
+// A GET or a whole POST, collected; for the preflight.
+struct Collect final : ExchangeHandler {
+  std::string body;
+  TransferResult result;
+  bool done = false;
+  bool on_body(std::string_view b, int) override {
+    if (body.size() < (1u << 20)) body.append(b);
+    return true;
+  }
+  void on_done(const TransferResult& r) override {
+    result = r;
+    done = true;
+  }
+};
+
+Result<std::vector<int>> parse_levels(const std::string& spec) {
+  std::vector<int> out;
+  for (auto part : core::split_any(spec, ",")) {
+    part = core::trim(part);
+    int v = 0;
+    auto [end, ec] = std::from_chars(part.data(), part.data() + part.size(), v);
+    if (ec != std::errc() || end != part.data() + part.size() || v < 1 || v > 100000)
+      return fail("--concurrency {}: '{}' is not a concurrency (1..100000); give a comma list like 1,2,4,8,16,24", spec, part);
+    out.push_back(v);
+  }
+  if (out.empty()) return fail("--concurrency: empty; give a comma list like 1,2,4,8");
+  return out;
+}
+
+// The API key and where it came from ("env:NAME", "file:PATH", "none"); the key is never printed.
+Result<std::pair<std::string, std::string>> load_api_key(const BenchFlags& f) {
+  if (!f.api_key_file.empty()) {
+    auto text = core::read_text_file(f.api_key_file, 64 * 1024);
+    if (!text) return fail("--api-key-file: {}", text.error().message);
+    std::string key(core::trim(*text));
+    if (key.empty()) return fail("--api-key-file {}: the file is empty", f.api_key_file);
+    return std::pair{key, "file:" + f.api_key_file};
+  }
+  if (const char* v = std::getenv(f.api_key_env.c_str()); v != nullptr && *v != '\0')
+    return std::pair{std::string(v), "env:" + f.api_key_env};
+  return std::pair{std::string(), std::string("none")};
+}
+
+// GET /models: the endpoint answers, the key is accepted, the model exists. Bounded by the
+// connect timeout plus 10 s.
+Result<std::string> preflight(HttpEngine& engine, const BenchFlags& f, std::vector<std::string>& warnings) {
+  Collect c;
+  engine.get("/models", &c);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(long(f.connect_timeout_s * 1000)) +
+                        std::chrono::seconds(10);
+  while (!c.done && std::chrono::steady_clock::now() < deadline && !g_stop.load()) engine.poll(std::chrono::milliseconds(50));
+  if (!c.done) {
+    engine.cancel_all();
+    return fail("GET {}/models: no answer within {} s; is the endpoint up? (--no-preflight skips this check)",
+                f.base_url, f.connect_timeout_s + 10);
+  }
+  const auto& r = c.result;
+  if (r.transport != ErrorClass::kNone)
+    return fail("GET {}/models: {}; check --base-url and that the endpoint is up", f.base_url, r.detail);
+  if (r.http_status == 401 || r.http_status == 403)
+    return fail("GET {}/models: HTTP {}: {}; the endpoint refused the API key (set {} or --api-key-file)", f.base_url,
+                r.http_status, error_body_message(c.body), f.api_key_env);
+  if (r.http_status != 200) {
+    warnings.push_back(fmt::format("GET /models answered HTTP {}; the model name was not checked", r.http_status));
+    if (f.model.empty()) return fail("GET {}/models: HTTP {}; name the model with --model", f.base_url, r.http_status);
+    return f.model;
+  }
+  std::vector<std::string> ids;
+  try {
+    auto j = json::parse(c.body);
+    for (const auto& m : j.at("data"))
+      if (m.contains("id") && m["id"].is_string()) ids.push_back(m["id"].get<std::string>());
+  } catch (const std::exception&) {
+    warnings.push_back("GET /models did not answer an OpenAI model list; the model name was not checked");
+  }
+  if (f.model.empty()) {
+    if (ids.empty()) return fail("GET {}/models lists no model; name one with --model", f.base_url);
+    if (ids.size() > 1) warnings.push_back(fmt::format("the endpoint serves {} models; using the first, {}", ids.size(), ids[0]));
+    return ids.front();
+  }
+  if (!ids.empty() && std::find(ids.begin(), ids.end(), f.model) == ids.end())
+    return fail("model {}: not among the {} the endpoint lists (first: {}); check --model", f.model, ids.size(), ids[0]);
+  return f.model;
+}
+
+std::string pct(double v) { return v < 0 ? "-" : fmt::format("{:.1f}%", v * 100); }
+std::string ms(const LatencyStats& l, double v) { return l.count ? fmt::format("{:.1f}", v) : "-"; }
+
+void print_text(const BenchFlags& f, const RunResult& r, const std::string& model, const std::optional<Bill>& bill,
+                const std::string& dir, const std::vector<std::string>& warnings, const std::string& workload_name) {
+  fmt::print("cmax endpoint bench: {} model {} ({} {}, {})\n", f.base_url, model, f.api, f.no_stream ? "whole bodies" : "streaming",
+             workload_name);
+  fmt::print("{:>12} {:>6} {:>6} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10} {:>7} {:>7}\n", "schedule", "reqs", "ok", "ttft p50",
+             "ttft p99", "tpot p50", "itl p99", "e2e p50", "out tok/s", "hit", "good");
+  auto row = [&](const std::string& label, const Summary& s) {
+    fmt::print("{:>12} {:>6} {:>6} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10.0f} {:>7} {:>7}\n", label, s.requests, s.succeeded,
+               ms(s.ttft, s.ttft.p50_ms), ms(s.ttft, s.ttft.p99_ms), ms(s.tpot, s.tpot.p50_ms), ms(s.itl, s.itl.p99_ms),
+               ms(s.e2e, s.e2e.p50_ms), s.output_tokens_per_s, pct(s.cache_hit_rate), pct(s.requests ? s.goodput_share : -1));
+  };
+  for (const auto& l : r.levels) row(fmt::format("c={}", l.concurrency), l.summary);
+  row("all", r.overall);
+  fmt::print("  latencies in ms; hit = cached / prompt tokens as the endpoint reported them; good = within the SLOs\n");
+  const auto& o = r.overall;
+  fmt::print("cache: measured {} ({} of {} prompt tokens, field: {}), theoretical {} over the prompts sent ({}-token blocks)\n",
+             pct(o.cache_hit_rate), o.cached_tokens, o.prompt_tokens, cache_source_name(o.cache_source),
+             pct(r.theoretical_hit_rate), f.theory_block_tokens);
+  if (o.requests_with_usage == 0 && o.succeeded > 0)
+    fmt::print("cache: the endpoint reported no usage; streaming needs stream_options.include_usage (drop --no-usage)\n");
+  if (o.queue.count && o.queue.max_ms > 0)
+    fmt::print("client queueing: p50 {:.1f} ms, p99 {:.1f} ms, max {:.1f} ms (reported apart from TTFT)\n", o.queue.p50_ms,
+               o.queue.p99_ms, o.queue.max_ms);
+  std::string errs;
+  for (int k = 1; k < kErrorClassCount; ++k) {
+    if (o.errors[k] || o.retries[k])
+      errs += fmt::format(" {} {} (retried {})", error_class_name(ErrorClass(k)), o.errors[k], o.retries[k]);
+  }
+  if (!errs.empty()) fmt::print("errors:{}\n", errs);
+  if (bill) {
+    fmt::print("bill:\n");
+    for (const auto& line : bill->arithmetic) fmt::print("  {}\n", line);
+  }
+  for (const auto& w : warnings) fmt::print(stderr, "cmax endpoint bench: warning: {}\n", w);
+  if (r.interrupted) fmt::print("interrupted: partial results ({} requests finished)\n", r.records.size());
+  fmt::print("results: {}/bench.json, {}/requests.jsonl\n", dir, dir);
+}
+
+int run_bench_cmd(BenchFlags& f) {
+  std::vector<std::string> warnings;
+  auto usage = [](const std::string& msg) {
+    fmt::print(stderr, "cmax endpoint bench: {}\n", msg);
+    return kExitUsage;
+  };
+  // Flags.
+  endpoint::Api api;
+  if (f.api == "chat") api = endpoint::Api::kChat;
+  else if (f.api == "completions") api = endpoint::Api::kCompletions;
+  else return usage(fmt::format("--api {}: use chat or completions", f.api));
+  HttpVersion http;
+  if (!http_version_from_name(f.http, http)) return usage(fmt::format("--http {}: use 1.1, 2 or auto", f.http));
+  TransportKind transport;
+  if (!transport_from_name(f.transport, transport))
+    return usage(fmt::format("--transport {}: use auto, native or curl", f.transport));
+  if (int(!f.trace.empty()) + int(f.multiturn) + int(f.fixed) > 1)
+    return usage("give one workload: a trace file, --multiturn or --fixed");
+  if (int(!f.concurrency.empty()) + int(f.rate > 0) + int(f.trace_timestamps) > 1)
+    return usage("give one schedule: --concurrency, --rate or --trace-timestamps");
+  if (f.trace_timestamps && f.trace.empty()) return usage("--trace-timestamps needs a trace file");
+  if (!(f.max_error_share >= 0 && f.max_error_share <= 1)) return usage("--max-error-share: a share between 0 and 1");
+  if (!(f.reference_hit_rate >= 0 && f.reference_hit_rate <= 1)) return usage("--reference-hit-rate: a share between 0 and 1");
+
+  RunConfig rc;
+  rc.api = api;
+  rc.stream = !f.no_stream;
+  rc.include_usage = !f.no_usage;
+  rc.ignore_eos = f.ignore_eos;
+  rc.max_requests = f.max_requests;
+  rc.duration_s = f.duration_s;
+  rc.retries = f.retries;
+  rc.slo = f.slo;
+  rc.theory_block_tokens = f.theory_block_tokens;
+  rc.seed = f.seed;
+  auto& sched = rc.schedule;
+  sched.requests_per_level = f.requests_per_level;
+  sched.max_inflight = f.max_inflight;
+  if (f.rate > 0) {
+    sched.kind = ScheduleKind::kRate;
+    sched.rate_per_s = f.rate;
+  } else if (f.trace_timestamps) {
+    sched.kind = ScheduleKind::kTrace;
+    sched.trace_speed = f.trace_speed;
+  } else {
+    auto levels = parse_levels(f.concurrency.empty() ? "1,2,4,8" : f.concurrency);
+    if (!levels) return usage(levels.error().message);
+    sched.levels = *levels;
+  }
+
+  // Workload.
+  std::unique_ptr<Workload> workload;
+  std::string workload_kind, workload_source;
+  double trace_theory = -1;
+  if (!f.trace.empty()) {
+    auto text = core::read_text_file(f.trace, kMaxTraceBytes, "; cut the trace with head -n");
+    if (!text) return usage(text.error().message);
+    auto trace = endpoint::parse_mooncake(*text);
+    if (!trace) return usage(fmt::format("trace {}: {}", f.trace, trace.error().message));
+    for (const auto& w : trace->warnings) warnings.push_back(fmt::format("trace {}: {}", f.trace, w));
+    // The trace's own theoretical rate, over the requests that will be sent.
+    endpoint::Trace head = *trace;
+    const std::size_t n = f.max_requests ? std::min(f.max_requests, head.requests.size()) : head.requests.size();
+    head.requests.resize(n);
+    trace_theory = endpoint::theoretical_hit_rate(head);
+    MooncakeOptions mo;
+    mo.max_requests = f.max_requests;
+    mo.max_output_tokens = f.max_tokens;
+    mo.salt = f.seed == 1 ? 0 : f.seed;
+    workload = mooncake_workload(*trace, mo);
+    workload_kind = "mooncake";
+    workload_source = f.trace;
+  } else if (f.fixed) {
+    f.fx.seed = f.seed;
+    if (f.shared_prefix_option && f.shared_prefix_option->count() > 0)
+      f.fx.shared_prefix_tokens = std::min(f.shared_prefix_tokens, f.fx.input_tokens);
+    if (f.max_requests) f.fx.requests = f.max_requests;
+    if (f.max_tokens) f.fx.output_tokens = f.max_tokens;
+    workload = fixed_workload(f.fx);
+    workload_kind = "fixed";
+    workload_source = fmt::format("{} x ({} in, {} out)", f.fx.requests, f.fx.input_tokens, f.fx.output_tokens);
+  } else {
+    f.mt.seed = f.seed;
+    f.mt.shared_prefix_tokens = f.shared_prefix_tokens;
+    if (f.max_tokens) f.mt.max_tokens = f.max_tokens;
+    workload = multiturn_workload(f.mt);
+    workload_kind = "multiturn";
+    workload_source = fmt::format("{} sessions x {} turns, {}-token shared prefix", f.mt.sessions, f.mt.turns,
+                                  f.mt.shared_prefix_tokens);
+  }
+
+  if (f.dry_run) {  // the bodies that would be sent, in order; multi-turn replies are a placeholder
+    if (f.model.empty()) return usage("--dry-run needs --model (nothing is sent, so the endpoint is not asked)");
+    rc.model = f.model;
+    const std::size_t limit = f.max_requests ? f.max_requests : workload->total();
+    std::size_t n = 0;
+    while (n < limit) {
+      auto spec = workload->next();
+      if (!spec) break;
+      fmt::print("{}\n", request_body(*spec, rc));
+      workload->reply(*spec, " (a reply)", true);
+      ++n;
+    }
+    return kExitOk;
+  }
+
+  // Prices.
+  std::optional<PriceSheet> sheet;
+  if (!f.prices.empty()) {
+    auto text = core::read_text_file(f.prices, 4 << 20);
+    if (!text) return usage(text.error().message);
+    auto s = parse_price_sheet(*text, f.price_provider.empty() ? f.provider : f.price_provider);
+    if (!s) return usage(fmt::format("--prices {}: {}", f.prices, s.error().message));
+    sheet = *s;
+  }
+
+  auto key = load_api_key(f);
+  if (!key) return usage(key.error().message);
+  ClientConfig cc;
+  cc.base_url = f.base_url;
+  cc.api_key = key->first;
+  cc.http = http;
+  cc.transport = transport;
+  cc.ca_file = f.ca_file;
+  cc.connect_timeout = std::chrono::milliseconds(long(f.connect_timeout_s * 1000));
+  cc.request_timeout = std::chrono::milliseconds(long(f.timeout_s * 1000));
+  cc.stall_timeout = std::chrono::seconds(long(std::max(1.0, f.stall_timeout_s)));
+  int most = sched.max_inflight;
+  for (int l : sched.levels) most = std::max(most, l);
+  cc.max_connections = most + 16;
+  auto engine = HttpEngine::create(cc);
+  if (!engine) return usage(engine.error().message);
+
+  // Sockets: one per stream.
+  rlimit lim{};
+  if (::getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur < lim.rlim_max) {
+    lim.rlim_cur = lim.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &lim);
+  }
+  g_stop = false;
+  struct sigaction sa {};
+  sa.sa_handler = on_sigint;
+  ::sigaction(SIGINT, &sa, nullptr);
+  ::sigaction(SIGTERM, &sa, nullptr);
+  ::signal(SIGPIPE, SIG_IGN);
+
+  std::string model = f.model;
+  if (!f.no_preflight) {
+    auto m = preflight(**engine, f, warnings);
+    if (!m) return usage(m.error().message);
+    model = *m;
+  } else if (model.empty()) {
+    return usage("--no-preflight needs --model");
+  }
+  rc.model = model;
+
+  // Run directory; requests.jsonl is written as requests finish.
+  const auto now = core::SystemClock().now();
+  const std::string dir = f.out.empty() ? report::default_run_dir(core::format_utc_compact(now) + "-endpoint-bench") : f.out;
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return usage(fmt::format("create run directory {}: {}; pass --out a writable directory", dir, ec.message()));
+  std::ofstream jsonl(dir + "/requests.jsonl", std::ios::trunc);
+  if (!jsonl) return usage(fmt::format("write {}/requests.jsonl: cannot open; pass --out a writable directory", dir));
+
+  const bool tty = ::isatty(STDERR_FILENO) == 1;
+  RunHooks hooks;
+  hooks.stop = &g_stop;
+  auto last_flush = std::chrono::steady_clock::now();
+  hooks.on_record = [&](const RequestRecord& r) {
+    jsonl << record_to_jsonl(r) << '\n';
+    if (std::chrono::steady_clock::now() - last_flush > std::chrono::milliseconds(200)) {
+      jsonl.flush();
+      last_flush = std::chrono::steady_clock::now();
+    }
+  };
+  if (tty) {
+    hooks.on_progress = [](const Progress& p) {
+      fmt::print(stderr, "\r\033[Kcmax endpoint bench: {}  {}/{} done, {} failed, {} in flight, {:.0f} tok/s, hit {}, {:.1f} s",
+                 p.phase, p.finished, p.total, p.failed, p.inflight, p.output_tokens_per_s,
+                 p.cache_hit_rate < 0 ? std::string("-") : fmt::format("{:.1f}%", p.cache_hit_rate * 100), p.elapsed_s);
+    };
+  }
+  auto result = run_bench(**engine, *workload, rc, hooks);
+  if (tty) fmt::print(stderr, "\r\033[K");
+  jsonl.flush();
+  if (result.sessions_ended)
+    warnings.push_back(fmt::format("{} multi-turn sessions ended early after a failed turn", result.sessions_ended));
+
+  std::optional<Bill> bill;
+  if (sheet) {
+    BillInput in;
+    in.prompt_tokens = result.overall.prompt_tokens;
+    in.cached_tokens = result.overall.cached_tokens;
+    in.cache_creation_tokens = result.overall.cache_creation_tokens;
+    in.completion_tokens = result.overall.completion_tokens;
+    in.duration_s = result.overall.duration_s;
+    in.reference_hit_rate = f.reference_hit_rate;
+    in.monthly_mtok = f.monthly_mtok;
+    bill = compute_bill(*sheet, in);
+  }
+
+  json levels = json::array();
+  for (const auto& l : result.levels) levels.push_back({{"concurrency", l.concurrency}, {"summary", summary_to_json(l.summary)}});
+  auto opt = [](double v) { return v > 0 ? json(v) : json(nullptr); };
+  json j = {
+      {"schema", "cmax.endpoint.bench/1"},
+      {"cmax_version", report::cmax_version()},
+      {"started_at", core::format_utc(now)},
+      {"provider", f.provider.empty() ? (sheet ? sheet->provider : std::string()) : f.provider},
+      {"endpoint", f.base_url},
+      {"model", model},
+      {"api", f.api},
+      {"stream", rc.stream},
+      {"http", std::string(http_version_name(http))},
+      {"transport", std::string((*engine)->transport())},
+      {"api_key", key->second},
+      {"workload",
+       {{"kind", workload_kind},
+        {"source", workload_source},
+        {"requests", result.records.size()},
+        {"theoretical_hit_rate", result.theoretical_hit_rate >= 0 ? json(result.theoretical_hit_rate) : json(nullptr)},
+        {"theoretical_block_tokens", f.theory_block_tokens},
+        {"trace_theoretical_hit_rate", trace_theory >= 0 ? json(trace_theory) : json(nullptr)}}},
+      {"schedule",
+       {{"kind", std::string(schedule_kind_name(sched.kind))},
+        {"levels", sched.kind == ScheduleKind::kConcurrency ? json(sched.levels) : json(nullptr)},
+        {"rate", sched.kind == ScheduleKind::kRate ? json(sched.rate_per_s) : json(nullptr)},
+        {"time_scale", sched.kind == ScheduleKind::kTrace ? json(sched.trace_speed) : json(nullptr)},
+        {"max_inflight", sched.max_inflight}}},
+      {"limits",
+       {{"max_requests", f.max_requests ? json(f.max_requests) : json(nullptr)},
+        {"duration_s", opt(f.duration_s)},
+        {"timeout_s", f.timeout_s},
+        {"retries", f.retries}}},
+      {"interrupted", result.stop_reason == "interrupted"},
+      {"stopped_by", result.stop_reason.empty() ? json(nullptr) : json(result.stop_reason)},
+      {"slo", {{"ttft_ms", opt(f.slo.ttft_ms)}, {"tpot_ms", opt(f.slo.tpot_ms)}, {"e2e_ms", opt(f.slo.e2e_ms)}}},
+      {"overall", summary_to_json(result.overall)},
+      {"levels", levels},
+      {"cost", bill ? bill_to_json(*sheet, *bill) : json(nullptr)},
+      {"warnings", warnings}};
+  {
+    std::ofstream out(dir + "/bench.json", std::ios::trunc);
+    out << j.dump(2) << '\n';
+    if (!out) return usage(fmt::format("write {}/bench.json: failed; check the disk", dir));
+  }
+  if (result.levels.size() > 1) {
+    RunView v;
+    v.label = j["provider"].get<std::string>().empty() ? model : j["provider"].get<std::string>();
+    v.overall = result.overall;
+    for (const auto& l : result.levels) v.levels.emplace_back(l.concurrency, l.summary);
+    std::ofstream svg(dir + "/ttft_vs_concurrency.svg", std::ios::trunc);
+    svg << svg_latency_vs_concurrency({v});
+  }
+
+  if (f.json) fmt::print("{}\n", j.dump(2));
+  else print_text(f, result, model, bill, dir, warnings, workload_source);
+  if (result.stop_reason == "interrupted") return kExitInterrupted;
+  const auto& o = result.overall;
+  if (o.requests > 0 && double(o.failed) / double(o.requests) > f.max_error_share) return kExitErrors;
+  return kExitOk;
+}
+
+int run_compare_cmd(const std::vector<std::string>& runs, const std::string& out, bool as_json) {
+  std::vector<RunView> views;
+  for (const auto& r : runs) {
+    auto v = read_bench(r);
+    if (!v) {
+      fmt::print(stderr, "cmax endpoint compare: {}\n", v.error().message);
+      return kExitUsage;
+    }
+    views.push_back(std::move(*v));
+  }
+  if (!out.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(out, ec);
+    if (ec) {
+      fmt::print(stderr, "cmax endpoint compare: create {}: {}\n", out, ec.message());
+      return kExitUsage;
+    }
+    for (auto [name, svg] : {std::pair{"latency_vs_concurrency.svg", svg_latency_vs_concurrency(views)},
+                             std::pair{"hit_rate.svg", svg_hit_rate(views)}, std::pair{"cost.svg", svg_cost(views)}}) {
+      std::ofstream f(out + "/" + name, std::ios::trunc);
+      f << svg;
+    }
+    std::ofstream f(out + "/compare.json", std::ios::trunc);
+    f << compare_json(views).dump(2) << '\n';
+  }
+  if (as_json) fmt::print("{}\n", compare_json(views).dump(2));
+  else {
+    fmt::print("{}", compare_table(views));
+    if (!out.empty()) fmt::print("charts: {}/latency_vs_concurrency.svg, {}/hit_rate.svg, {}/cost.svg\n", out, out, out);
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+Runner setup_endpoint_bench(CLI::App& b) {
+  auto f = std::make_shared<BenchFlags>();
+  b.description(
+      "Measure an OpenAI-compatible endpoint: TTFT, TPOT, ITL and E2E percentiles, throughput, goodput under SLOs,\n"
+      "errors by class, client-side queueing (apart), the cached-token hit rate the endpoint reports beside the\n"
+      "theoretical rate of the prompts sent, and the bill. Results: RUN/bench.json (cmax.endpoint.bench/1) and\n"
+      "RUN/requests.jsonl. docs/endpoint-bench.md.\n\n"
+      "Workloads: TRACE (Mooncake JSONL replay: hash_ids become deterministic text, so equal ids share prefixes),\n"
+      "--multiturn (default: sessions over a shared ~800-token system prompt), --fixed (fixed input/output lengths).\n"
+      "Schedules: --concurrency 1,2,4,... (closed loop, one level after another; default 1,2,4,8), --rate R (open-loop\n"
+      "Poisson), --trace-timestamps (the trace's own arrivals, --trace-speed to scale).\n\n"
+      "The API key comes from $OPENAI_API_KEY (--api-key-env) or --api-key-file; it is never printed or stored.\n"
+      "Ctrl-C stops: in-flight requests are canceled and what finished is written.\n\n"
+      "Exit codes: 0 done; 1 more than --max-error-share of requests failed; 2 interrupted (partial results written);\n"
+      "3 usage or environment (bad flag, unreadable file, endpoint unreachable, key refused, unknown model).");
+  b.add_option("trace", f->trace, "Mooncake JSONL trace to replay (timestamp ms, input_length, output_length, hash_ids)");
+  b.add_option("--base-url", f->base_url, "The API base")->capture_default_str();
+  b.add_option("--model", f->model, "Model name (default: the first the endpoint lists)");
+  b.add_option("--provider", f->provider, "Label for reports and the price sheet entry (default: none)");
+  b.add_option("--api", f->api, "chat or completions")->capture_default_str();
+  b.add_flag("--no-stream", f->no_stream, "Ask for whole responses (TTFT is then the whole response time)");
+  b.add_flag("--no-usage", f->no_usage, "Do not send stream_options.include_usage (then no cached-token count)");
+  b.add_flag("--ignore-eos", f->ignore_eos, "Send vLLM's ignore_eos: every response max_tokens long");
+  b.add_option("--http", f->http, "1.1, 2 (h2c on http://) or auto (HTTP/2 when TLS offers it)")->capture_default_str();
+  b.add_option("--transport", f->transport,
+               "auto (native for http://, libcurl for https:// and HTTP/2), native (lean HTTP/1.1), or curl")
+      ->capture_default_str();
+  b.add_option("--ca-file", f->ca_file, "TLS trust anchors (PEM) instead of the system's");
+  b.add_option("--api-key-env", f->api_key_env, "Environment variable holding the API key")->capture_default_str();
+  b.add_option("--api-key-file", f->api_key_file, "File holding the API key (wins over --api-key-env)");
+  b.add_flag("--multiturn", f->multiturn, "Multi-turn sessions over a shared system prompt (the default workload)");
+  b.add_option("--sessions", f->mt.sessions, "--multiturn: sessions")->check(CLI::Range(1, 10000000))->capture_default_str();
+  b.add_option("--turns", f->mt.turns, "--multiturn: turns per session")->check(CLI::Range(1, 100000))->capture_default_str();
+  b.add_option("--user-tokens", f->mt.user_tokens, "--multiturn: mean user message")->capture_default_str();
+  f->shared_prefix_option =
+      b.add_option("--shared-prefix-tokens", f->shared_prefix_tokens,
+                   "Tokens every request shares: --multiturn's system prompt (default 800); --fixed's prefix (default 0)");
+  b.add_flag("--fixed", f->fixed, "Fixed input and output lengths");
+  b.add_option("--input-tokens", f->fx.input_tokens, "--fixed: prompt tokens")->capture_default_str();
+  b.add_option("--output-tokens", f->fx.output_tokens, "--fixed: max_tokens")->capture_default_str();
+  b.add_option("--max-tokens", f->max_tokens, "Cap on each response's max_tokens (trace), or the reply length (--multiturn)");
+  b.add_option("--concurrency", f->concurrency, "Closed-loop levels, e.g. 1,2,4,8,16,24,32");
+  b.add_option("--requests-per-level", f->requests_per_level, "Requests per concurrency level (default max(20, 4 x level))");
+  b.add_option("--rate", f->rate, "Open-loop Poisson arrivals per second")->check(CLI::NonNegativeNumber);
+  b.add_flag("--trace-timestamps", f->trace_timestamps, "Send at the trace's own arrival times");
+  b.add_option("--trace-speed", f->trace_speed, "--trace-timestamps: 2 replays twice as fast")->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  b.add_option("--max-inflight", f->max_inflight, "--rate, --trace-timestamps: more requests wait in the client (measured)")
+      ->check(CLI::Range(1, 100000))->capture_default_str();
+  b.add_option("--max-requests", f->max_requests, "Stop after this many requests (0 = the workload's)");
+  b.add_option("--duration", f->duration_s, "Stop after this many seconds (in-flight requests are canceled)")
+      ->check(CLI::NonNegativeNumber);
+  b.add_option("--timeout", f->timeout_s, "Per-request limit, seconds")->check(CLI::PositiveNumber)->capture_default_str();
+  b.add_option("--stall-timeout", f->stall_timeout_s, "No byte for this long ends a request as a timeout")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  b.add_option("--connect-timeout", f->connect_timeout_s, "Seconds")->check(CLI::PositiveNumber)->capture_default_str();
+  b.add_option("--retries", f->retries, "Retries of 429, 5xx, timeouts, connect errors and drops before any content")
+      ->check(CLI::Range(0, 100))->capture_default_str();
+  b.add_option("--slo-ttft-ms", f->slo.ttft_ms, "Goodput bound on TTFT incl. client queueing (0 = none)");
+  b.add_option("--slo-tpot-ms", f->slo.tpot_ms, "Goodput bound on TPOT (0 = none)");
+  b.add_option("--slo-e2e-ms", f->slo.e2e_ms, "Goodput bound on E2E (0 = none)");
+  b.add_option("--prices", f->prices, "Price sheet JSON (docs/endpoint-bench.md): the bill, monthly, and at the reference hit rate");
+  b.add_option("--price-provider", f->price_provider, "Entry of a multi-provider sheet (default: --provider)");
+  b.add_option("--reference-hit-rate", f->reference_hit_rate, "Hit rate the bill is also shown at (the best peer's)")
+      ->capture_default_str();
+  b.add_option("--monthly-mtok", f->monthly_mtok, "Project a month of this many million tokens (default: the run's rate for 30 days)");
+  b.add_option("--theory-block-tokens", f->theory_block_tokens, "Block size of the theoretical cache over the prompts sent")
+      ->check(CLI::Range(1, 1 << 20))->capture_default_str();
+  b.add_option("--max-error-share", f->max_error_share, "Exit 1 when more than this share of requests failed")->capture_default_str();
+  b.add_flag("--no-preflight", f->no_preflight, "Skip GET /models (needs --model)");
+  b.add_flag("--dry-run", f->dry_run, "Print the request bodies (JSONL) that would be sent, send nothing (needs --model)");
+  b.add_option("--seed", f->seed, "Seed of the workload text, Poisson arrivals and backoff jitter")->capture_default_str();
+  b.add_option("--out", f->out, "Run directory (default ~/.cmax/runs/<UTC>-endpoint-bench)");
+  b.add_flag("--json", f->json, "Print bench.json on stdout instead of the table");
+  return [f] { return run_bench_cmd(*f); };
+}
+
+Runner setup_endpoint_compare(CLI::App& c) {
+  auto runs = std::make_shared<std::vector<std::string>>();
+  auto out = std::make_shared<std::string>();
+  auto as_json = std::make_shared<bool>(false);
+  c.description(
+      "Put cmax endpoint bench runs side by side: a table (hit rate, theoretical, TTFT, TPOT, throughput, $/Mtok, the\n"
+      "bill at the reference hit rate), and with --out SVG charts (latency vs concurrency, hit rate, cost).\n"
+      "Exit codes: 0 done; 3 a run could not be read.");
+  c.add_option("runs", *runs, "Run directories (or their bench.json)")->required();
+  c.add_option("--out", *out, "Write latency_vs_concurrency.svg, hit_rate.svg, cost.svg and compare.json here");
+  c.add_flag("--json", *as_json, "Print {\"schema\": \"cmax.endpoint.compare/1\", ...}");
+  return [runs, out, as_json] { return run_compare_cmd(*runs, *out, *as_json); };
+}
+
+}  // namespace cmax::app

@@ -1,0 +1,91 @@
+#pragma once
+// The run loop of cmax endpoint bench: takes requests from a Workload, sends them through an
+// HttpEngine on a schedule (a concurrency sweep, an open-loop Poisson rate, or the trace's own
+// timestamps), reads the responses (SSE or whole bodies), retries per policy, and measures. One
+// thread; bounded in requests and time; stops cleanly on a stop flag with partial results.
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "endpoint/openai_protocol.h"
+#include "loadgen/http_client.h"
+#include "loadgen/metrics.h"
+#include "loadgen/record.h"
+#include "loadgen/workload.h"
+
+namespace cmax::loadgen {
+
+enum class ScheduleKind { kConcurrency, kRate, kTrace };
+std::string_view schedule_kind_name(ScheduleKind k);  ///< "concurrency", "rate", "trace"
+
+struct Schedule {
+  ScheduleKind kind = ScheduleKind::kConcurrency;
+  std::vector<int> levels = {1};          ///< concurrency: each level in turn (closed loop)
+  std::size_t requests_per_level = 0;     ///< concurrency: requests per level; 0 = max(20, 4 x level)
+  double rate_per_s = 1;                  ///< rate: Poisson arrivals per second
+  double trace_speed = 1;                 ///< trace: 2 replays twice as fast
+  int max_inflight = 1000;                ///< rate and trace: more wait in the client's queue (measured)
+};
+
+struct RunConfig {
+  std::string model;
+  endpoint::Api api = endpoint::Api::kChat;
+  bool stream = true;
+  bool include_usage = true;   ///< stream_options.include_usage (streams only)
+  bool ignore_eos = false;     ///< vLLM's extension: exactly max_tokens tokens
+  Schedule schedule;
+  std::size_t max_requests = 0;  ///< over the whole run; 0 = as many as the workload has
+  double duration_s = 0;         ///< wall bound on the whole run; 0 = none
+  int retries = 2;               ///< per request, for retryable classes
+  double max_backoff_s = 8;      ///< cap on one backoff (Retry-After is honoured up to this)
+  Slo slo;
+  int theory_block_tokens = 16;  ///< TheoreticalCache block size
+  std::uint64_t seed = 1;        ///< Poisson draws and backoff jitter
+};
+
+/// What the progress line shows; passed to the hook at most four times a second.
+struct Progress {
+  std::string phase;  ///< "c=4" or "rate 5/s" or "trace x2"
+  std::size_t issued = 0, finished = 0, failed = 0, total = 0;
+  int inflight = 0;
+  double elapsed_s = 0;
+  double output_tokens_per_s = 0;  ///< over the last second or so
+  double cache_hit_rate = -1;      ///< so far
+};
+
+struct RunHooks {
+  std::function<void(const RequestRecord&)> on_record;  ///< each finished request, in finishing order
+  std::function<void(const Progress&)> on_progress;
+  const std::atomic<bool>* stop = nullptr;  ///< set (e.g. by SIGINT): stop sending, cancel, return
+};
+
+struct LevelResult {
+  int concurrency = 0;
+  Summary summary;
+};
+
+struct RunResult {
+  std::vector<RequestRecord> records;  ///< in finishing order
+  Summary overall;
+  std::vector<LevelResult> levels;     ///< concurrency sweeps
+  double duration_s = 0;
+  bool interrupted = false;
+  std::string stop_reason;             ///< "" completed; "interrupted"; "duration"
+  double theoretical_hit_rate = -1;    ///< TheoreticalCache over the prompts sent
+  std::uint64_t theory_prompt_tokens = 0, theory_cached_tokens = 0;
+  std::size_t sessions_ended = 0;      ///< multi-turn sessions cut short by a failed turn
+  std::vector<std::string> warnings;
+};
+
+/// The JSON body of one request (chat: messages; completions: the one message's content, or the
+/// rendered chat). Pure.
+std::string request_body(const RequestSpec& spec, const RunConfig& config);
+/// The prompt as the test server renders it (for TheoreticalCache). Pure.
+std::string rendered_prompt(const RequestSpec& spec, endpoint::Api api);
+
+RunResult run_bench(HttpEngine& engine, Workload& workload, const RunConfig& config, const RunHooks& hooks);
+
+}  // namespace cmax::loadgen

@@ -1,0 +1,367 @@
+// cmax endpoint bench end to end against the real `cmax endpoint serve` on 127.0.0.1:0: the hit
+// rate, tokens and TTFT it measures agree with the server's own accounting (/cmax/stats and the
+// per-request /cmax/requests log with the server's timestamps), the fault modes are classed and
+// counted as the server injected them, the API key is used and never written, Ctrl-C keeps partial
+// results, and an unreachable endpoint fails fast with exit 3.
+
+#include <gtest/gtest.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+#include "core/process.h"
+#include "integration/endpoint_serve_fixture.h"
+#include "support/daemon.h"
+#include "support/temp_host.h"
+
+namespace {
+
+using json = nlohmann::json;
+using cmax::test::ServeProcess;
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+std::vector<json> jsonl(const std::string& text) {
+  std::vector<json> out;
+  std::size_t at = 0;
+  while (at < text.size()) {
+    auto end = text.find('\n', at);
+    if (end == std::string::npos) end = text.size();
+    if (end > at) out.push_back(json::parse(text.substr(at, end - at)));
+    at = end + 1;
+  }
+  return out;
+}
+
+json get_json(int port, const std::string& path) {
+  httplib::Client c("127.0.0.1", port);
+  c.set_read_timeout(10, 0);
+  auto r = c.Get(path);
+  if (!r || r->status != 200) return json();
+  return json::parse(r->body, nullptr, false);
+}
+
+std::vector<json> get_jsonl(int port, const std::string& path) {
+  httplib::Client c("127.0.0.1", port);
+  c.set_read_timeout(10, 0);
+  auto r = c.Get(path);
+  if (!r || r->status != 200) return {};
+  return jsonl(r->body);
+}
+
+struct BenchRun {
+  cmax::core::ProcessResult proc;
+  json bench;
+  std::vector<json> requests;
+};
+
+BenchRun bench(const fs::path& out, std::vector<std::string> args, std::vector<std::string> env = {},
+               std::chrono::seconds timeout = 120s) {
+  std::vector<std::string> argv = {CMAX_BIN, "endpoint", "bench", "--out", out.string()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  auto r = cmax::core::run_process({argv, timeout, 16u << 20, env});
+  BenchRun b;
+  if (!r) {
+    b.proc.err = r.error().message;
+    return b;
+  }
+  b.proc = std::move(*r);
+  b.bench = json::parse(slurp(out / "bench.json"), nullptr, false);
+  b.requests = jsonl(slurp(out / "requests.jsonl"));
+  return b;
+}
+
+std::string why(const BenchRun& b) { return "exit " + std::to_string(b.proc.exit_code) + "\nstdout:\n" + b.proc.out + "\nstderr:\n" + b.proc.err; }
+
+TEST(EndpointBench, HitRateTokensAndTtftMatchTheServersOwnAccounting) {
+  ServeProcess serve({"--replicas", "4", "--policy", "cache_aware", "--time-scale", "0.05"});
+  ASSERT_GT(serve.port(), 0) << serve.error();
+  auto b = bench(serve.dir() / "run", {"--base-url", serve.base_url(), "--multiturn", "--sessions", "12", "--turns", "3",
+                                       "--concurrency", "1,4", "--requests-per-level", "18"});
+  ASSERT_EQ(b.proc.exit_code, 0) << why(b);
+  ASSERT_TRUE(b.bench.is_object()) << why(b);
+  EXPECT_EQ(b.bench["schema"], "cmax.endpoint.bench/1");
+  EXPECT_EQ(b.bench["model"], "cmax-sim");  // from GET /models
+  const auto& o = b.bench["overall"];
+  ASSERT_EQ(o["requests"], 36);
+  EXPECT_EQ(o["succeeded"], 36);
+  ASSERT_EQ(b.bench["levels"].size(), 2u);
+
+  // Totals: the client's usage sums equal the server's accounting, so the hit rates are equal.
+  const auto stats = get_json(serve.port(), "/cmax/stats");
+  ASSERT_TRUE(stats.is_object());
+  EXPECT_EQ(o["prompt_tokens"], stats["prompt_tokens"]);
+  EXPECT_EQ(o["cached_tokens"], stats["cached_tokens"]);
+  EXPECT_EQ(o["completion_tokens"], stats["completion_tokens"]);
+  const double server_rate = stats["cached_tokens"].get<double>() / stats["prompt_tokens"].get<double>();
+  EXPECT_DOUBLE_EQ(o["cache_hit_rate"].get<double>(), server_rate);
+  EXPECT_GT(server_rate, 0.3) << "the shared 800-token prefix and the growing sessions must hit";
+  EXPECT_EQ(o["cache_source"], "openai");
+  // The theoretical rate over the same prompts bounds what any cache could give.
+  const double theory = b.bench["workload"]["theoretical_hit_rate"].get<double>();
+  EXPECT_GE(theory + 1e-9, server_rate);
+
+  // Per request: joined on the response id with the server's log.
+  std::map<std::string, json> server;
+  for (auto& e : get_jsonl(serve.port(), "/cmax/requests")) server[e["id"].get<std::string>()] = e;
+  ASSERT_EQ(b.requests.size(), 36u);
+  std::vector<double> diffs;
+  for (const auto& r : b.requests) {
+    ASSERT_EQ(r["error"], "ok") << r.dump();
+    auto it = server.find(r["response_id"].get<std::string>());
+    ASSERT_NE(it, server.end()) << r.dump();
+    const auto& s = it->second;
+    EXPECT_EQ(r["usage"]["prompt_tokens"], s["prompt_tokens"]);
+    EXPECT_EQ(r["usage"]["cached_tokens"], s["cached_tokens"]);
+    EXPECT_EQ(r["usage"]["completion_tokens"], s["completion_tokens"]);
+    EXPECT_EQ(r["content_chunks"], s["completion_tokens"]);
+    diffs.push_back(std::abs(r["ttft_s"].get<double>() * 1000 - s["ttft_ms"].get<double>()));
+  }
+  std::sort(diffs.begin(), diffs.end());
+  // The client's TTFT includes sending the request and reading the token; loopback adds well under
+  // a millisecond. (The 1 ms goal at concurrency 24 is measured in bench/, on a quiet machine.)
+  EXPECT_LT(diffs[diffs.size() / 2], 5.0) << "median |client - server| TTFT in ms";
+  std::printf("[ measure  ] |client TTFT - server TTFT|: median %.3f ms, max %.3f ms over %zu requests\n",
+              diffs[diffs.size() / 2], diffs.back(), diffs.size());
+}
+
+TEST(EndpointBench, MooncakeReplayReportsMeasuredAndTheoreticalHitRates) {
+  ServeProcess serve({"--replicas", "2", "--time-scale", "0", "--cache-blocks", "100000"});
+  ASSERT_GT(serve.port(), 0) << serve.error();
+  const auto trace = fs::path(CMAX_SOURCE_DIR) / "tests/golden/traces/mooncake_conversation_trace.jsonl";
+  ASSERT_TRUE(fs::exists(trace)) << trace;
+  auto b = bench(serve.dir() / "run", {trace.string(), "--base-url", serve.base_url(), "--max-requests", "60",
+                                       "--max-tokens", "4", "--concurrency", "8", "--requests-per-level", "60"});
+  ASSERT_EQ(b.proc.exit_code, 0) << why(b);
+  const auto stats = get_json(serve.port(), "/cmax/stats");
+  const auto& o = b.bench["overall"];
+  EXPECT_EQ(o["requests"], 60);
+  EXPECT_EQ(o["cached_tokens"], stats["cached_tokens"]);
+  EXPECT_EQ(o["prompt_tokens"], stats["prompt_tokens"]);
+  EXPECT_EQ(b.bench["workload"]["kind"], "mooncake");
+  ASSERT_TRUE(b.bench["workload"]["trace_theoretical_hit_rate"].is_number());
+  ASSERT_TRUE(b.bench["workload"]["theoretical_hit_rate"].is_number());
+  // Each request's prompt is its input_length tokens (plus the chat template's few).
+  for (const auto& r : b.requests) {
+    const auto expected = r["expected_prompt_tokens"].get<std::int64_t>();
+    const auto got = r["usage"]["prompt_tokens"].get<std::int64_t>();
+    EXPECT_NEAR(got, expected, 16) << r.dump();
+  }
+  std::printf("[ measure  ] mooncake 60 requests: measured %.4f, theoretical (16-token blocks) %.4f, trace's own %.4f\n",
+              o["cache_hit_rate"].get<double>(), b.bench["workload"]["theoretical_hit_rate"].get<double>(),
+              b.bench["workload"]["trace_theoretical_hit_rate"].get<double>());
+}
+
+TEST(EndpointBench, FaultsAreClassedAndCountedAsTheServerInjectedThem) {
+  ServeProcess serve({"--time-scale", "0", "--fault-429-rate", "0.15", "--fault-5xx-rate", "0.1",
+                      "--fault-drop-stream-rate", "0.1", "--seed", "7"});
+  ASSERT_GT(serve.port(), 0) << serve.error();
+  auto b = bench(serve.dir() / "run", {"--base-url", serve.base_url(), "--fixed", "--max-requests", "200", "--input-tokens",
+                                       "64", "--output-tokens", "16", "--concurrency", "8", "--requests-per-level", "200",
+                                       "--retries", "0", "--max-error-share", "1"});
+  ASSERT_EQ(b.proc.exit_code, 0) << why(b);
+  const auto stats = get_json(serve.port(), "/cmax/stats");
+  const auto& e = b.bench["overall"]["errors"];
+  EXPECT_EQ(e["http_429"], stats["faults"]["429"]);
+  EXPECT_EQ(e["http_5xx"], stats["faults"]["5xx"]);
+  EXPECT_EQ(e["dropped"], stats["dropped"]);
+  EXPECT_GT(e["http_429"].get<int>(), 0);
+  EXPECT_GT(e["http_5xx"].get<int>(), 0);
+  EXPECT_GT(e["dropped"].get<int>(), 0);
+  EXPECT_EQ(b.bench["overall"]["failed"].get<int>(),
+            e["http_429"].get<int>() + e["http_5xx"].get<int>() + e["dropped"].get<int>());
+  EXPECT_EQ(b.bench["overall"]["succeeded"], stats["completed"]);
+  for (const auto& r : b.requests) {
+    if (r["error"] == "http_429") { EXPECT_EQ(r["http_status"], 429); }
+    if (r["error"] == "http_5xx") { EXPECT_EQ(r["http_status"], 500); }
+    if (r["error"] != "ok") { EXPECT_FALSE(r["error_detail"].get<std::string>().empty()) << r.dump(); }
+  }
+
+  // With retries: every injected 429/5xx/early drop is retried and counted as a retry.
+  ServeProcess serve2({"--time-scale", "0", "--fault-429-rate", "0.15", "--fault-5xx-rate", "0.1", "--seed", "7"});
+  ASSERT_GT(serve2.port(), 0) << serve2.error();
+  auto b2 = bench(serve2.dir() / "run", {"--base-url", serve2.base_url(), "--fixed", "--max-requests", "100",
+                                         "--input-tokens", "64", "--output-tokens", "8", "--concurrency", "8",
+                                         "--requests-per-level", "100", "--retries", "5"});
+  ASSERT_EQ(b2.proc.exit_code, 0) << why(b2);
+  const auto stats2 = get_json(serve2.port(), "/cmax/stats");
+  const auto& o2 = b2.bench["overall"];
+  EXPECT_EQ(o2["retries"]["http_429"].get<int>() + o2["errors"]["http_429"].get<int>(), stats2["faults"]["429"].get<int>());
+  EXPECT_EQ(o2["retries"]["http_5xx"].get<int>() + o2["errors"]["http_5xx"].get<int>(), stats2["faults"]["5xx"].get<int>());
+  EXPECT_GE(o2["succeeded"].get<int>(), 95);
+}
+
+TEST(EndpointBench, TheApiKeyIsSentAndNeverWritten) {
+  const std::string key = "sk-cmax-test-0123456789abcdef";
+  cmax::test::TempHost keys;
+  // The server reads its key from its own environment.
+  cmax::test::TempHost d;
+  std::vector<std::string> argv = {CMAX_BIN, "endpoint", "serve", "--listen", "127.0.0.1:0", "--time-scale", "0",
+                                   "--api-key-env", "CMAX_TEST_SERVE_KEY"};
+  auto daemon = cmax::test::Daemon::start(argv, {"CMAX_TEST_SERVE_KEY=" + key}, d.dir() / "serve.log");
+  ASSERT_TRUE(daemon) << daemon.error().message;
+  int port = 0;
+  for (int i = 0; i < 200 && port == 0; ++i) {
+    const auto log = slurp(d.dir() / "serve.log");
+    if (auto at = log.find("127.0.0.1:"); at != std::string::npos) port = std::atoi(log.c_str() + at + 10);
+    std::this_thread::sleep_for(10ms);
+  }
+  ASSERT_GT(port, 0) << slurp(d.dir() / "serve.log");
+  const std::string url = "http://127.0.0.1:" + std::to_string(port) + "/v1";
+
+  auto ok = bench(d.dir() / "ok", {"--base-url", url, "--fixed", "--max-requests", "10", "--input-tokens", "32",
+                                   "--output-tokens", "4", "--concurrency", "2", "--requests-per-level", "10"},
+                  {"OPENAI_API_KEY=" + key});
+  ASSERT_EQ(ok.proc.exit_code, 0) << why(ok);
+  EXPECT_EQ(ok.bench["api_key"], "env:OPENAI_API_KEY");
+  EXPECT_EQ(ok.proc.out.find(key), std::string::npos);
+  EXPECT_EQ(ok.proc.err.find(key), std::string::npos);
+  for (const auto& entry : fs::recursive_directory_iterator(d.dir() / "ok"))
+    EXPECT_EQ(slurp(entry.path()).find(key), std::string::npos) << entry.path();
+
+  // From a file, too.
+  std::ofstream(keys.dir() / "key") << key << "\n";
+  auto file = bench(d.dir() / "file", {"--base-url", url, "--api-key-file", (keys.dir() / "key").string(), "--fixed",
+                                       "--max-requests", "4", "--concurrency", "1", "--requests-per-level", "4"});
+  ASSERT_EQ(file.proc.exit_code, 0) << why(file);
+  EXPECT_EQ(file.bench["api_key"], "file:" + (keys.dir() / "key").string());
+
+  // A wrong key: the preflight says so, exit 3, nothing was run.
+  auto bad = bench(d.dir() / "bad", {"--base-url", url, "--fixed", "--max-requests", "4"}, {"OPENAI_API_KEY=sk-wrong"});
+  EXPECT_EQ(bad.proc.exit_code, 3) << why(bad);
+  EXPECT_NE(bad.proc.err.find("refused the API key"), std::string::npos) << bad.proc.err;
+  EXPECT_EQ(bad.proc.err.find("sk-wrong"), std::string::npos);
+}
+
+TEST(EndpointBench, CtrlCKeepsPartialResults) {
+  ServeProcess serve({"--time-scale", "1", "--decode-tokens-per-s", "20", "--batch-slowdown", "0"});
+  ASSERT_GT(serve.port(), 0) << serve.error();
+  cmax::test::TempHost d;
+  std::vector<std::string> argv = {CMAX_BIN, "endpoint", "bench", "--out", (d.dir() / "run").string(), "--base-url",
+                                   serve.base_url(), "--fixed", "--max-requests", "40", "--input-tokens", "32",
+                                   "--output-tokens", "30", "--ignore-eos", "--concurrency", "4",
+                                   "--requests-per-level", "40"};
+  auto daemon = cmax::test::Daemon::start(argv, {}, d.dir() / "bench.log");
+  ASSERT_TRUE(daemon) << daemon.error().message;
+  // Each request takes ~1.5 s (30 tokens at 20/s): after 2.5 s some have finished, 4 are in flight.
+  std::this_thread::sleep_for(2500ms);
+  ::kill(daemon->pid(), SIGINT);
+  for (int i = 0; i < 100 && daemon->running(); ++i) std::this_thread::sleep_for(50ms);
+  ASSERT_FALSE(daemon->running()) << "cmax endpoint bench did not stop within 5 s of SIGINT";
+  EXPECT_EQ(daemon->exit_status(), "exit 2") << slurp(d.dir() / "bench.log");
+  const auto j = json::parse(slurp(d.dir() / "run" / "bench.json"), nullptr, false);
+  ASSERT_TRUE(j.is_object()) << slurp(d.dir() / "bench.log");
+  EXPECT_TRUE(j["interrupted"].get<bool>());
+  const auto reqs = jsonl(slurp(d.dir() / "run" / "requests.jsonl"));
+  int ok = 0, canceled = 0;
+  for (const auto& r : reqs) {
+    ok += r["error"] == "ok";
+    canceled += r["error"] == "canceled";
+  }
+  EXPECT_GE(ok, 4);
+  EXPECT_EQ(canceled, 4);
+  EXPECT_EQ(j["overall"]["succeeded"], ok);
+  EXPECT_EQ(j["overall"]["errors"]["canceled"], canceled);
+}
+
+TEST(EndpointBench, AnUnreachableEndpointFailsFastWithExit3) {
+  // A port nothing listens on: bind one, note it, close it.
+  int port = 0;
+  {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    socklen_t len = sizeof a;
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+    port = ntohs(a.sin_port);
+    ::close(fd);
+  }
+  cmax::test::TempHost d;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto b = bench(d.dir() / "run", {"--base-url", "http://127.0.0.1:" + std::to_string(port) + "/v1", "--fixed"}, {}, 30s);
+  EXPECT_EQ(b.proc.exit_code, 3) << why(b);
+  EXPECT_NE(b.proc.err.find("check --base-url"), std::string::npos) << b.proc.err;
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 10s);
+}
+
+TEST(EndpointBench, PoissonRateReportsClientQueueingApart) {
+  ServeProcess serve({"--time-scale", "0.2", "--replicas", "2"});
+  ASSERT_GT(serve.port(), 0) << serve.error();
+  // 40 requests at 200/s through at most 2 in flight: most wait in the client, and that shows
+  // as queueing, not as TTFT.
+  auto b = bench(serve.dir() / "run", {"--base-url", serve.base_url(), "--fixed", "--max-requests", "40", "--input-tokens",
+                                       "32", "--output-tokens", "8", "--rate", "200", "--max-inflight", "2"});
+  ASSERT_EQ(b.proc.exit_code, 0) << why(b);
+  const auto& o = b.bench["overall"];
+  EXPECT_EQ(o["succeeded"], 40);
+  EXPECT_EQ(b.bench["schedule"]["kind"], "rate");
+  EXPECT_GT(o["queue_ms"]["p90"].get<double>(), 10.0);
+  EXPECT_GT(o["ttft_incl_queue_ms"]["p90"].get<double>(), o["ttft_ms"]["p90"].get<double>());
+  for (const auto& r : b.requests) EXPECT_TRUE(r["scheduled_s"].is_number()) << r.dump();
+}
+
+TEST(EndpointBench, CompareTwoRunsAsTableJsonAndCharts) {
+  ServeProcess serve({"--time-scale", "0"});
+  ASSERT_GT(serve.port(), 0) << serve.error();
+  cmax::test::TempHost d;
+  cmax::test::TempHost prices;
+  std::ofstream(prices.dir() / "prices.json")
+      << R"({"schema":"cmax.prices/1","providers":{"a":{"input_per_mtok":0.25,"cached_input_per_mtok":0.025,"output_per_mtok":1.0},
+            "b":{"usd_per_gpu_hour":2.5,"gpus":8}}})";
+  for (auto [name, policy] : {std::pair{"a", "1,2"}, std::pair{"b", "2,4"}}) {
+    auto b = bench(d.dir() / name, {"--base-url", serve.base_url(), "--provider", name, "--prices",
+                                    (prices.dir() / "prices.json").string(), "--multiturn", "--sessions", "4", "--turns", "2",
+                                    "--concurrency", policy, "--requests-per-level", "4"});
+    ASSERT_EQ(b.proc.exit_code, 0) << why(b);
+    ASSERT_TRUE(b.bench["cost"].is_object()) << b.bench.dump(2);
+  }
+  auto r = cmax::core::run_process({{CMAX_BIN, "endpoint", "compare", (d.dir() / "a").string(), (d.dir() / "b").string(),
+                                     "--out", (d.dir() / "cmp").string()},
+                                    30s});
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->exit_code, 0) << r->err;
+  EXPECT_NE(r->out.find("a"), std::string::npos);
+  for (const char* svg : {"latency_vs_concurrency.svg", "hit_rate.svg", "cost.svg"}) {
+    const auto text = slurp(d.dir() / "cmp" / svg);
+    EXPECT_TRUE(text.starts_with("<svg") || text.starts_with("<?xml")) << svg;
+    EXPECT_EQ(text.find("NaN"), std::string::npos) << svg;
+  }
+  auto j = cmax::core::run_process({{CMAX_BIN, "endpoint", "compare", (d.dir() / "a").string(), (d.dir() / "b").string(),
+                                     "--json"},
+                                    30s});
+  ASSERT_TRUE(j);
+  const auto cj = json::parse(j->out, nullptr, false);
+  ASSERT_TRUE(cj.is_object()) << j->out;
+  EXPECT_EQ(cj["schema"], "cmax.endpoint.compare/1");
+  EXPECT_EQ(cj["runs"].size(), 2u);
+  // A directory that is not a run: exit 3, named.
+  auto bad = cmax::core::run_process({{CMAX_BIN, "endpoint", "compare", d.dir().string()}, 30s});
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->exit_code, 3);
+  EXPECT_NE(bad->err.find(d.dir().string()), std::string::npos) << bad->err;
+}
+
+}  // namespace
