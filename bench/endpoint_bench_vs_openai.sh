@@ -42,7 +42,7 @@ cpu() { awk '{print $1 + $2}' "$1"; }  # user + sys seconds from /usr/bin/time -
 common=(--fixed --input-tokens 64 --output-tokens "$tokens" --ignore-eos --max-requests "$requests")
 "$cmax" endpoint bench --dry-run --model cmax-sim "${common[@]}" >"$work/bodies.jsonl"
 
-echo "== 1. $requests concurrent streams of $tokens tokens (REPS=$reps)"
+echo "== 1. $requests concurrent streams of $tokens tokens, ${interval:-4} tokens a server write (REPS=$reps)"
 for r in $(seq "$reps"); do
   start_server
   /usr/bin/time -f "%U %S" -o "$work/cmax.time" "$cmax" endpoint bench --base-url "http://127.0.0.1:$port/v1" \

@@ -88,6 +88,7 @@ struct BenchFlags {
   std::string out;
   bool json = false, no_preflight = false, dry_run = false;
   double max_error_share = 0.1;
+  int wake_interval_us = 1000, coalesce_from = 128;
   std::uint64_t seed = 1;
 };
 
@@ -340,6 +341,8 @@ int run_bench_cmd(BenchFlags& f) {
   cc.api_key = key->first;
   cc.http = http;
   cc.transport = transport;
+  cc.wake_interval = std::chrono::microseconds(f.wake_interval_us);
+  cc.coalesce_from = f.coalesce_from;
   cc.ca_file = f.ca_file;
   cc.connect_timeout = std::chrono::milliseconds(long(f.connect_timeout_s * 1000));
   cc.request_timeout = std::chrono::milliseconds(long(f.timeout_s * 1000));
@@ -543,6 +546,12 @@ Runner setup_endpoint_bench(CLI::App& b) {
   b.add_option("--transport", f->transport,
                "auto (native for http://, libcurl for https:// and HTTP/2), native (lean HTTP/1.1), or curl")
       ->capture_default_str();
+  b.add_option("--wake-interval-us", f->wake_interval_us,
+               "With --coalesce-from or more requests in flight, wake at most this often and read all that arrived "
+               "(timestamps then have this resolution; 0 = wake on every byte)")
+      ->check(CLI::Range(0, 100000))->capture_default_str();
+  b.add_option("--coalesce-from", f->coalesce_from, "In-flight requests from which --wake-interval-us applies")
+      ->check(CLI::Range(1, 1000000))->capture_default_str();
   b.add_option("--ca-file", f->ca_file, "TLS trust anchors (PEM) instead of the system's");
   b.add_option("--api-key-env", f->api_key_env, "Environment variable holding the API key")->capture_default_str();
   b.add_option("--api-key-file", f->api_key_file, "File holding the API key (wins over --api-key-env)");

@@ -273,6 +273,7 @@ class NativeTransport final : public Transport {
     // Into one shared buffer, then appended: a few hundred bytes copied, not 64 KiB zeroed.
     const ssize_t r = ::recv(c->fd, read_buf_.get(), kReadBytes, 0);
     if (r > 0) c->buf.append(read_buf_.get(), static_cast<std::size_t>(r));
+
     if (r < 0) {
       if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return;
       broken(c, fmt::format("recv: {}", std::strerror(errno)));

@@ -285,6 +285,29 @@ TEST(EndpointBench, CtrlCKeepsPartialResults) {
   EXPECT_EQ(j["overall"]["errors"]["canceled"], canceled);
 }
 
+TEST(EndpointBench, TheLibcurlTransportMeasuresTheSameAsTheNativeOne) {
+  // libcurl carries https:// and HTTP/2; forced here onto the same cleartext server, with faults.
+  for (const char* transport : {"curl", "native"}) {
+    ServeProcess serve({"--time-scale", "0", "--fault-5xx-rate", "0.1", "--fault-drop-stream-rate", "0.1", "--seed", "3"});
+    ASSERT_GT(serve.port(), 0) << serve.error();
+    auto b = bench(serve.dir() / "run", {"--base-url", serve.base_url(), "--transport", transport, "--multiturn", "--sessions",
+                                         "8", "--turns", "3", "--concurrency", "4", "--requests-per-level", "24",
+                                         "--retries", "0", "--max-error-share", "1"});
+    ASSERT_EQ(b.proc.exit_code, 0) << why(b);
+    EXPECT_EQ(b.bench["transport"], transport);
+    const auto stats = get_json(serve.port(), "/cmax/stats");
+    const auto& o = b.bench["overall"];
+    // Dropped streams never deliver their usage: compare with the streams the server completed.
+    std::uint64_t completed_cached = 0;
+    for (const auto& e : get_jsonl(serve.port(), "/cmax/requests"))
+      if (e["outcome"] == "completed") completed_cached += e["cached_tokens"].get<std::uint64_t>();
+    EXPECT_EQ(o["cached_tokens"].get<std::uint64_t>(), completed_cached) << transport;
+    EXPECT_EQ(o["errors"]["http_5xx"], stats["faults"]["5xx"]) << transport;
+    EXPECT_EQ(o["errors"]["dropped"], stats["dropped"]) << transport;
+    EXPECT_EQ(o["succeeded"], stats["completed"]) << transport;
+  }
+}
+
 TEST(EndpointBench, AnUnreachableEndpointFailsFastWithExit3) {
   // A port nothing listens on: bind one, note it, close it.
   int port = 0;

@@ -6,13 +6,16 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <fstream>
 
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
 #include "core/process.h"
 #include "integration/endpoint_serve_fixture.h"
+#include "support/temp_host.h"
 
 namespace {
 
@@ -25,20 +28,33 @@ constexpr const char* kOpenAiPackage = "openai@4";
 
 std::string tail(const std::string& s, std::size_t n = 2000) { return s.size() > n ? s.substr(s.size() - n) : s; }
 
-TEST(EndpointOpenAi, TheOfficialNodeClientReadsWhatTheServerAccounts) {
+// Installs the openai package into <build>/npm once; the node binary, or "" with *skip set.
+std::string openai_node(std::string* skip) {
   auto node = cmax::core::find_program("node");
   auto npm = cmax::core::find_program("npm");
-  if (!node || !npm) GTEST_SKIP() << "node and npm are needed (scripts/setup-deps --test installs them)";
+  if (!node || !npm) {
+    *skip = "node and npm are needed (scripts/setup-deps --test installs them)";
+    return "";
+  }
   const fs::path dir = fs::path(CMAX_BINARY_DIR) / "npm";
   fs::create_directories(dir);
   if (!fs::exists(dir / "node_modules" / "openai" / "package.json")) {
     auto install = cmax::core::run_process(
         {{*npm, "install", "--no-audit", "--no-fund", "--prefix", dir.string(), kOpenAiPackage}, 300s});
-    ASSERT_TRUE(install) << install.error().message;
-    if (install->exit_code != 0)
-      GTEST_SKIP() << "npm install " << kOpenAiPackage << " failed (offline?); rerun with the npm registry "
-                   << "reachable:\n" << tail(install->err);
+    if (!install || install->exit_code != 0) {
+      *skip = std::string("npm install ") + kOpenAiPackage + " failed (offline?); rerun with the npm registry reachable:\n" +
+              (install ? tail(install->err) : install.error().message);
+      return "";
+    }
   }
+  return *node;
+}
+
+TEST(EndpointOpenAi, TheOfficialNodeClientReadsWhatTheServerAccounts) {
+  std::string skip;
+  const auto node = openai_node(&skip);
+  if (node.empty()) GTEST_SKIP() << skip;
+  const fs::path dir = fs::path(CMAX_BINARY_DIR) / "npm";
   // ESM resolves "openai" from the script's own folder: run a copy next to node_modules.
   const fs::path script = dir / "openai_client.mjs";
   fs::copy_file(fs::path(CMAX_SOURCE_DIR) / "tests/conformance/openai_client.mjs", script,
@@ -46,7 +62,7 @@ TEST(EndpointOpenAi, TheOfficialNodeClientReadsWhatTheServerAccounts) {
 
   cmax::test::ServeProcess serve({"--time-scale", "0"});
   ASSERT_GT(serve.port(), 0) << serve.error();
-  auto run = cmax::core::run_process({{*node, script.string(), serve.base_url(), "cmax-sim"}, 60s});
+  auto run = cmax::core::run_process({{node, script.string(), serve.base_url(), "cmax-sim"}, 60s});
   ASSERT_TRUE(run) << run.error().message;
   ASSERT_FALSE(run->timed_out) << run->err;
   // The summary is the last line of stdout.
@@ -72,6 +88,61 @@ TEST(EndpointOpenAi, TheOfficialNodeClientReadsWhatTheServerAccounts) {
   EXPECT_EQ(st["completion_tokens"], t["completion_tokens"]);
   EXPECT_GT(t["cached_tokens"].get<int>(), 0);
   EXPECT_EQ(st["errors"]["404"], 1);  // the unknown model
+}
+
+// The same requests through cmax endpoint bench and through the official client (bench/
+// openai_bench_client.mjs), each against a fresh server at concurrency 1: the same prompt, cached
+// and completion tokens, request by request.
+TEST(EndpointOpenAi, CmaxBenchAndTheOfficialClientAgreeOnTokensAndCachedTokens) {
+  std::string skip;
+  const auto node = openai_node(&skip);
+  if (node.empty()) GTEST_SKIP() << skip;
+  const fs::path dir = fs::path(CMAX_BINARY_DIR) / "npm";
+  const fs::path script = dir / "openai_bench_client.mjs";
+  fs::copy_file(fs::path(CMAX_SOURCE_DIR) / "bench/openai_bench_client.mjs", script, fs::copy_options::overwrite_existing);
+  cmax::test::TempHost tmp;
+  const std::vector<std::string> workload = {"--fixed", "--input-tokens", "200", "--shared-prefix-tokens", "96",
+                                             "--output-tokens", "12", "--max-requests", "20"};
+  std::vector<std::string> dry = {CMAX_BIN, "endpoint", "bench", "--dry-run", "--model", "cmax-sim"};
+  dry.insert(dry.end(), workload.begin(), workload.end());
+  auto bodies = cmax::core::run_process({dry, 30s});
+  ASSERT_TRUE(bodies && bodies->exit_code == 0);
+  std::ofstream(tmp.dir() / "bodies.jsonl") << bodies->out;
+
+  cmax::test::ServeProcess mine({"--time-scale", "0"});
+  ASSERT_GT(mine.port(), 0) << mine.error();
+  std::vector<std::string> argv = {CMAX_BIN, "endpoint", "bench", "--base-url", mine.base_url(), "--concurrency", "1",
+                                   "--requests-per-level", "20", "--out", (tmp.dir() / "run").string()};
+  argv.insert(argv.end(), workload.begin(), workload.end());
+  auto run = cmax::core::run_process({argv, 60s});
+  ASSERT_TRUE(run);
+  ASSERT_EQ(run->exit_code, 0) << run->err;
+
+  cmax::test::ServeProcess theirs({"--time-scale", "0"});
+  ASSERT_GT(theirs.port(), 0) << theirs.error();
+  auto nrun = cmax::core::run_process({{node, script.string(), theirs.base_url(), (tmp.dir() / "bodies.jsonl").string(), "1"}, 60s});
+  ASSERT_TRUE(nrun);
+  ASSERT_EQ(nrun->exit_code, 0) << nrun->err;
+  const auto summary = json::parse(nrun->out, nullptr, false);
+  ASSERT_TRUE(summary.is_object()) << nrun->out;
+  EXPECT_EQ(summary["ok"], 20);
+
+  std::ifstream in(tmp.dir() / "run" / "requests.jsonl");
+  std::vector<json> recs;
+  for (std::string line; std::getline(in, line);) recs.push_back(json::parse(line));
+  std::sort(recs.begin(), recs.end(), [](const json& a, const json& b) { return a["index"] < b["index"]; });
+  ASSERT_EQ(recs.size(), 20u);
+  const auto& per = summary["per_request"];
+  ASSERT_EQ(per.size(), 20u);
+  std::uint64_t cached = 0;
+  for (std::size_t i = 0; i < recs.size(); ++i) {
+    const auto& u = recs[i]["usage"];
+    EXPECT_EQ(u["prompt_tokens"], per[i]["prompt_tokens"]) << i;
+    EXPECT_EQ(u["cached_tokens"], per[i]["cached_tokens"]) << i;
+    EXPECT_EQ(u["completion_tokens"], per[i]["completion_tokens"]) << i;
+    cached += u["cached_tokens"].get<std::uint64_t>();
+  }
+  EXPECT_GT(cached, 0u) << "the shared prefix must be served from the cache";
 }
 
 }  // namespace
