@@ -163,3 +163,44 @@ TEST(OpenAiServe, ListenNamesOneAddress) {
 
 }  // namespace
 }  // namespace cmax::endpoint
+
+namespace {
+
+TEST(OpenAiProtocol, ReadsVllmsIgnoreEos) {
+  using namespace cmax::endpoint;
+  auto r = parse_request(Api::kChat, R"({"model":"m","messages":[{"role":"user","content":"x"}],"ignore_eos":true})", 16);
+  ASSERT_TRUE(std::holds_alternative<CompletionRequest>(r));
+  EXPECT_TRUE(std::get<CompletionRequest>(r).ignore_eos);
+  auto bad = parse_request(Api::kChat, R"({"model":"m","messages":[{"role":"user","content":"x"}],"ignore_eos":1})", 16);
+  ASSERT_TRUE(std::holds_alternative<ApiError>(bad));
+  EXPECT_EQ(std::get<ApiError>(bad).param, "ignore_eos");
+}
+
+// content_chunk is written by hand for speed: byte for byte what nlohmann would write (sorted keys,
+// its escapes), for both APIs, with and without usage, odd text and non-ASCII (which falls back).
+TEST(OpenAiProtocol, TheHandWrittenContentChunkIsNlohmannsBytes) {
+  using namespace cmax::endpoint;
+  for (const auto api : {Api::kChat, Api::kCompletions}) {
+    for (const bool usage : {false, true}) {
+      for (const std::string text : {" word", "", "q\"b\\s\n\t\r\b\f\x01\x1f end", "h\xc3\xa9llo"}) {
+        for (const std::string finish : {"", "length", "stop"}) {
+          ResponseMeta m;
+          m.api = api;
+          m.id = "chatcmpl-cmax00000042";
+          m.created = 1764000000;
+          m.model = "cmax-sim";
+          m.include_usage = usage;
+          const auto got = content_chunk(m, text, finish);
+          EXPECT_EQ(got, nlohmann::json::parse(got).dump()) << got;
+          const auto j = nlohmann::json::parse(got);
+          EXPECT_EQ(api == Api::kChat ? j["choices"][0]["delta"]["content"] : j["choices"][0]["text"], text);
+          EXPECT_EQ(j.contains("usage"), usage);
+          if (finish.empty()) EXPECT_TRUE(j["choices"][0]["finish_reason"].is_null());
+          else EXPECT_EQ(j["choices"][0]["finish_reason"], finish);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
