@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/json_text.h"
 #include "endpoint/openai_tokenize.h"
 
 namespace cmax::endpoint {
@@ -205,66 +206,20 @@ std::string chat_role_chunk(const ResponseMeta& m) {
   return j.dump();
 }
 
-namespace {
-
-// Appends `v` as a JSON string the way nlohmann::json::dump() writes it; false (nothing usable
-// appended) for a byte >= 0x80, which the caller hands to nlohmann (it validates UTF-8).
-bool append_json_string(std::string& out, std::string_view v) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  out += '"';
-  for (const char ch : v) {
-    const auto c = static_cast<unsigned char>(ch);
-    if (c >= 0x80) return false;
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (c < 0x20) {
-          out += "\\u00";
-          out += kHex[c >> 4];
-          out += kHex[c & 15];
-        } else {
-          out += ch;
-        }
-    }
-  }
-  out += '"';
-  return true;
-}
-
-std::string content_chunk_json(const ResponseMeta& m, std::string_view text, std::string_view finish_reason) {
-  json j = chunk_head(m);
-  json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", finish_or_null(finish_reason)}};
-  if (m.api == Api::kChat)
-    choice["delta"] = {{"content", std::string(text)}};
-  else
-    choice["text"] = std::string(text);
-  j["choices"] = json::array({choice});
-  if (m.include_usage) j["usage"] = nullptr;
-  return j.dump();
-}
-
-}  // namespace
-
-// Once per streamed token, so written out by hand: the same bytes as content_chunk_json (keys in
-// nlohmann's sorted order), about ten times cheaper. Non-ASCII text goes through nlohmann.
+// Once per streamed token, so written out by hand: the bytes nlohmann::json::dump() would write
+// (keys in its sorted order, its escapes), about ten times cheaper. Invalid UTF-8 becomes U+FFFD
+// (core::append_json_string) where nlohmann would throw.
 std::string content_chunk(const ResponseMeta& m, std::string_view text, std::string_view finish_reason) {
   std::string out;
   out.reserve(192 + text.size() + m.id.size() + m.model.size());
-  bool ascii = true;
   auto finish = [&] {
     out += "\"finish_reason\":";
     if (finish_reason.empty()) out += "null";
-    else ascii = ascii && append_json_string(out, finish_reason);
+    else core::append_json_string(out, finish_reason);
   };
   if (m.api == Api::kChat) {
     out += "{\"choices\":[{\"delta\":{\"content\":";
-    ascii = append_json_string(out, text);
+    core::append_json_string(out, text);
     out += "},";
     finish();
     out += ",\"index\":0,\"logprobs\":null}]";
@@ -272,20 +227,20 @@ std::string content_chunk(const ResponseMeta& m, std::string_view text, std::str
     out += "{\"choices\":[{";
     finish();
     out += ",\"index\":0,\"logprobs\":null,\"text\":";
-    ascii = ascii && append_json_string(out, text);
+    core::append_json_string(out, text);
     out += "}]";
   }
   out += ",\"created\":";
   out += std::to_string(m.created);
   out += ",\"id\":";
-  ascii = ascii && append_json_string(out, m.id);
+  core::append_json_string(out, m.id);
   out += ",\"model\":";
-  ascii = ascii && append_json_string(out, m.model);
+  core::append_json_string(out, m.model);
   out += m.api == Api::kChat ? ",\"object\":\"chat.completion.chunk\"" : ",\"object\":\"text_completion\"";
   out += ",\"system_fingerprint\":\"fp_cmax\"";
   if (m.include_usage) out += ",\"usage\":null";
   out += '}';
-  return ascii ? out : content_chunk_json(m, text, finish_reason);
+  return out;
 }
 
 std::string usage_chunk(const ResponseMeta& m, const Usage& u) {
