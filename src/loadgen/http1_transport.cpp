@@ -397,7 +397,6 @@ class NativeTransport final : public Transport {
     x->status = status;
     x->close_after = status_line[7] == '0';  // HTTP/1.0
     x->mode = Exchange::Mode::kClose;
-    bool length_seen = false;
     std::string_view rest = eol == std::string_view::npos ? std::string_view() : head.substr(eol + 2);
     while (!rest.empty()) {
       auto e = rest.find("\r\n");
@@ -417,7 +416,6 @@ class NativeTransport final : public Transport {
         }
         x->mode = Exchange::Mode::kLength;
         x->left = n;
-        length_seen = true;
       } else if (iequals_prefix(line, "connection:")) {
         if (iequals_prefix(value, "close")) x->close_after = true;
         if (iequals_prefix(value, "keep-alive")) x->close_after = false;
@@ -428,7 +426,6 @@ class NativeTransport final : public Transport {
       }
     }
     if (x->mode == Exchange::Mode::kChunked) x->left = 0;
-    (void)length_seen;
     if (status == 204 || status == 304) {
       x->mode = Exchange::Mode::kLength;
       x->left = 0;
