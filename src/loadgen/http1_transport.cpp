@@ -25,6 +25,7 @@
 
 #include <fmt/format.h>
 
+#include "loadgen/http1_decoder.h"
 #include "loadgen/transport.h"
 
 namespace cmax::loadgen::detail {
@@ -32,20 +33,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr std::size_t kReadBytes = 64 * 1024;
-constexpr std::size_t kMaxHead = 64 * 1024;
 
-bool iequals_prefix(std::string_view line, std::string_view name) {
-  if (line.size() < name.size()) return false;
-  for (std::size_t i = 0; i < name.size(); ++i)
-    if (std::tolower(static_cast<unsigned char>(line[i])) != name[i]) return false;
-  return true;
-}
 
-std::string_view trim(std::string_view v) {
-  while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
-  while (!v.empty() && (v.back() == ' ' || v.back() == '\t' || v.back() == '\r')) v.remove_suffix(1);
-  return v;
-}
 
 struct Exchange;
 
@@ -58,22 +47,21 @@ struct Conn {
   std::size_t off = 0;  // start of the unread part of buf
 };
 
-struct Exchange {
+struct Exchange final : Http1Sink {
   ExchangeHandler* h = nullptr;
   std::string head;            // request line and headers
   const std::string* body = nullptr;
   std::size_t sent = 0;        // bytes of head + body written
   Conn* conn = nullptr;
-  enum class Phase { kQueued, kConnecting, kSending, kHead, kBody } phase = Phase::kQueued;
-  enum class Mode { kLength, kChunked, kClose } mode = Mode::kClose;
-  enum class Chunk { kSize, kData, kDataEnd, kTrailer } chunk = Chunk::kSize;
-  std::uint64_t left = 0;      // Content-Length left, or of the current chunk
-  int status = 0;
-  double retry_after_s = -1;
-  bool close_after = false;    // Connection: close, or HTTP/1.0
-  bool got_bytes = false;      // any byte of the response
+  enum class Phase { kQueued, kConnecting, kSending, kResponse } phase = Phase::kQueued;
+  Http1Decoder decoder;
   bool replayed = false;       // already moved once off a dead pooled connection
   Clock::time_point started, last_io;
+
+  bool on_head(const Http1Head&) override { return true; }
+  bool on_body(std::string_view bytes) override {
+    return bytes.empty() || h->on_body(bytes, decoder.head().status);
+  }
 };
 
 class NativeTransport final : public Transport {
@@ -235,7 +223,7 @@ class NativeTransport final : public Transport {
       x->sent += static_cast<std::size_t>(w);
       x->last_io = Clock::now();
     }
-    x->phase = Exchange::Phase::kHead;
+    x->phase = Exchange::Phase::kResponse;
     epoll_event ev{};
     ev.data.ptr = c;
     ev.events = EPOLLIN;
@@ -280,173 +268,40 @@ class NativeTransport final : public Transport {
       return;
     }
     if (r == 0) {  // EOF
-      if (x->phase == Exchange::Phase::kBody && x->mode == Exchange::Mode::kClose) {
-        finish(x, ErrorClass::kNone, "");
-        return;
-      }
-      broken(c, x->got_bytes ? "the server closed the connection mid-response" : "the server closed the connection");
+      x->decoder.eof();
+      if (x->decoder.state() == Http1Decoder::State::kDone) finish(x, ErrorClass::kNone, "");
+      else broken(c, x->decoder.error());
       return;
     }
-    x->got_bytes = true;
     x->last_io = Clock::now();
     consume(c);
   }
 
-  // Parses what is buffered: the head once, then body bytes to the handler.
+  // Decodes what is buffered; body bytes go to the handler as they are decoded.
   void consume(Conn* c) {
     Exchange* x = c->x;
-    if (x->phase == Exchange::Phase::kHead) {
-      const std::string_view all(c->buf.data() + c->off, c->buf.size() - c->off);
-      const auto end = all.find("\r\n\r\n");
-      if (end == std::string_view::npos) {
-        if (all.size() > kMaxHead) finish(x, ErrorClass::kProtocol, "response head over 64 KiB");
-        return;
-      }
-      if (!parse_head(x, all.substr(0, end))) return;
-      c->off += end + 4;
-      if (x->status >= 100 && x->status < 200) {  // 1xx: another head follows
-        x->phase = Exchange::Phase::kHead;
-        consume(c);
-        return;
-      }
-      x->phase = Exchange::Phase::kBody;
-      if (x->mode == Exchange::Mode::kLength && x->left == 0) {
+    const std::string_view in(c->buf.data() + c->off, c->buf.size() - c->off);
+    c->off += x->decoder.feed(in, *x);
+    switch (x->decoder.state()) {
+      case Http1Decoder::State::kDone:
         finish(x, ErrorClass::kNone, "");
         return;
-      }
+      case Http1Decoder::State::kError:
+        finish(x, ErrorClass::kProtocol, x->decoder.error());
+        return;
+      case Http1Decoder::State::kAborted:
+        finish(x, ErrorClass::kCanceled, "canceled by the reader");
+        return;
+      default:
+        return;
     }
-    while (c->x == x && c->off < c->buf.size()) {
-      std::string_view in(c->buf.data() + c->off, c->buf.size() - c->off);
-      if (x->mode != Exchange::Mode::kChunked) {
-        const std::size_t n = x->mode == Exchange::Mode::kLength ? std::min<std::uint64_t>(x->left, in.size()) : in.size();
-        c->off += n;
-        if (x->mode == Exchange::Mode::kLength) x->left -= n;
-        if (!deliver(x, in.substr(0, n))) return;
-        if (x->mode == Exchange::Mode::kLength && x->left == 0) {
-          finish(x, ErrorClass::kNone, "");
-          return;
-        }
-        continue;
-      }
-      switch (x->chunk) {
-        case Exchange::Chunk::kSize: {
-          const auto eol = in.find("\r\n");
-          if (eol == std::string_view::npos) {
-            if (in.size() > 1024) finish(x, ErrorClass::kProtocol, "chunk size line over 1 KiB");
-            return;
-          }
-          std::string_view line = in.substr(0, eol);
-          if (auto semi = line.find(';'); semi != std::string_view::npos) line = line.substr(0, semi);
-          line = trim(line);
-          std::uint64_t size = 0;
-          auto [p, ec] = std::from_chars(line.data(), line.data() + line.size(), size, 16);
-          if (ec != std::errc() || p != line.data() + line.size() || line.empty()) {
-            finish(x, ErrorClass::kProtocol, "malformed chunk size");
-            return;
-          }
-          c->off += eol + 2;
-          x->left = size;
-          x->chunk = size == 0 ? Exchange::Chunk::kTrailer : Exchange::Chunk::kData;
-          break;
-        }
-        case Exchange::Chunk::kData: {
-          const std::size_t n = std::min<std::uint64_t>(x->left, in.size());
-          c->off += n;
-          x->left -= n;
-          if (x->left == 0) x->chunk = Exchange::Chunk::kDataEnd;
-          if (!deliver(x, in.substr(0, n))) return;
-          break;
-        }
-        case Exchange::Chunk::kDataEnd:
-          if (in.size() < 2) return;
-          if (in[0] != '\r' || in[1] != '\n') {
-            finish(x, ErrorClass::kProtocol, "chunk not followed by CRLF");
-            return;
-          }
-          c->off += 2;
-          x->chunk = Exchange::Chunk::kSize;
-          break;
-        case Exchange::Chunk::kTrailer: {
-          const auto eol = in.find("\r\n");
-          if (eol == std::string_view::npos) return;
-          c->off += eol + 2;
-          if (eol == 0) {  // the blank line ending the trailer: the response is whole
-            finish(x, ErrorClass::kNone, "");
-            return;
-          }
-          break;
-        }
-      }
-    }
-  }
-
-  bool parse_head(Exchange* x, std::string_view head) {
-    auto eol = head.find("\r\n");
-    const std::string_view status_line = head.substr(0, eol);
-    // "HTTP/1.1 200 OK"
-    if (!status_line.starts_with("HTTP/1.") || status_line.size() < 12) {
-      finish(x, ErrorClass::kProtocol, fmt::format("not an HTTP/1.x response: '{}'", status_line.substr(0, 60)));
-      return false;
-    }
-    int status = 0;
-    auto [p, ec] = std::from_chars(status_line.data() + 9, status_line.data() + 12, status);
-    if (ec != std::errc() || status < 100 || status > 999) {
-      finish(x, ErrorClass::kProtocol, fmt::format("bad status line '{}'", status_line.substr(0, 60)));
-      return false;
-    }
-    x->status = status;
-    x->close_after = status_line[7] == '0';  // HTTP/1.0
-    x->mode = Exchange::Mode::kClose;
-    std::string_view rest = eol == std::string_view::npos ? std::string_view() : head.substr(eol + 2);
-    while (!rest.empty()) {
-      auto e = rest.find("\r\n");
-      std::string_view line = rest.substr(0, e);
-      rest = e == std::string_view::npos ? std::string_view() : rest.substr(e + 2);
-      const auto colon = line.find(':');
-      if (colon == std::string_view::npos) continue;
-      const std::string_view value = trim(line.substr(colon + 1));
-      if (iequals_prefix(line, "transfer-encoding:")) {
-        if (value.find("chunked") != std::string_view::npos) x->mode = Exchange::Mode::kChunked;
-      } else if (iequals_prefix(line, "content-length:") && x->mode != Exchange::Mode::kChunked) {
-        std::uint64_t n = 0;
-        auto [q, ec2] = std::from_chars(value.data(), value.data() + value.size(), n);
-        if (ec2 != std::errc()) {
-          finish(x, ErrorClass::kProtocol, "malformed Content-Length");
-          return false;
-        }
-        x->mode = Exchange::Mode::kLength;
-        x->left = n;
-      } else if (iequals_prefix(line, "connection:")) {
-        if (iequals_prefix(value, "close")) x->close_after = true;
-        if (iequals_prefix(value, "keep-alive")) x->close_after = false;
-      } else if (iequals_prefix(line, "retry-after:")) {
-        double secs = -1;
-        auto [q, ec3] = std::from_chars(value.data(), value.data() + value.size(), secs);
-        if (ec3 == std::errc() && secs >= 0) x->retry_after_s = secs;
-      }
-    }
-    if (x->mode == Exchange::Mode::kChunked) x->left = 0;
-    if (status == 204 || status == 304) {
-      x->mode = Exchange::Mode::kLength;
-      x->left = 0;
-    }
-    return true;
-  }
-
-  bool deliver(Exchange* x, std::string_view bytes) {
-    if (bytes.empty()) return true;
-    if (!x->h->on_body(bytes, x->status)) {
-      finish(x, ErrorClass::kCanceled, "canceled by the reader");
-      return false;
-    }
-    return true;
   }
 
   // The connection failed. A pooled connection that failed before any response byte is the
   // server having closed it while idle: the exchange moves to a fresh one, once.
   void broken(Conn* c, const std::string& why) {
     Exchange* x = c->x;
-    if (c->reused && !x->got_bytes && !x->replayed) {
+    if (c->reused && !x->decoder.started() && !x->replayed) {
       x->replayed = true;
       detach(c);
       close_conn(c);
@@ -456,7 +311,7 @@ class NativeTransport final : public Transport {
       pump();
       return;
     }
-    finish(x, x->got_bytes || x->phase >= Exchange::Phase::kHead ? ErrorClass::kDropped : ErrorClass::kConnect, why);
+    finish(x, x->decoder.started() || x->phase == Exchange::Phase::kResponse ? ErrorClass::kDropped : ErrorClass::kConnect, why);
   }
 
   void detach(Conn* c) {
@@ -485,14 +340,13 @@ class NativeTransport final : public Transport {
   void finish(Exchange* x, ErrorClass cls, std::string why) {
     Conn* c = x->conn;
     TransferResult r;
-    r.http_status = x->status;
-    r.retry_after_s = x->retry_after_s;
+    r.http_status = x->decoder.head().status;
+    r.retry_after_s = x->decoder.head().retry_after_s;
     r.transport = cls;
     r.detail = std::move(why);
     if (c) {
       detach(c);
-      const bool reusable = cls == ErrorClass::kNone && !x->close_after && x->mode != Exchange::Mode::kClose &&
-                            c->off == c->buf.size() && c->fd >= 0;
+      const bool reusable = cls == ErrorClass::kNone && x->decoder.reusable() && c->off == c->buf.size() && c->fd >= 0;
       if (reusable) {
         c->buf.clear();
         c->off = 0;
