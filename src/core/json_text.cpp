@@ -7,9 +7,9 @@ namespace {
 
 constexpr std::string_view kReplacement = "\xEF\xBF\xBD";  // U+FFFD in UTF-8
 
-// Length of the valid UTF-8 sequence at s[i], or 0 when the bytes there are not one (overlong
-// forms, surrogates, code points past U+10FFFF and cut-off sequences included).
-std::size_t utf8_length(std::string_view s, std::size_t i) {
+}  // namespace
+
+std::size_t utf8_sequence_length(std::string_view s, std::size_t i) {
   const auto b0 = static_cast<unsigned char>(s[i]);
   std::size_t len;
   unsigned char lo = 0x80, hi = 0xBF;  // the allowed range of the second byte
@@ -36,8 +36,6 @@ std::size_t utf8_length(std::string_view s, std::size_t i) {
   return len;
 }
 
-}  // namespace
-
 void append_json_string(std::string& out, std::string_view s) {
   static constexpr char kHex[] = "0123456789abcdef";
   out += '"';
@@ -55,7 +53,7 @@ void append_json_string(std::string& out, std::string_view s) {
     if (i == s.size()) break;
     const auto c = static_cast<unsigned char>(s[i]);
     if (c >= 0x80) {
-      std::size_t len = utf8_length(s, i);
+      std::size_t len = utf8_sequence_length(s, i);
       if (len == 0) {
         out += kReplacement;
         ++i;

@@ -11,6 +11,7 @@
 #include <system_error>
 
 #include "core/text_file.h"
+#include "core/svg_text.h"
 
 namespace cmax::loadgen {
 namespace {
@@ -160,75 +161,6 @@ constexpr int kMaxXLabels = 12;
 
 std::string_view color_of(std::size_t i) { return kPalette[i % kPalette.size()]; }
 
-// The length of the valid UTF-8 sequence at s[i], or 0 when the bytes there are not one.
-std::size_t utf8_length(std::string_view s, std::size_t i) {
-  auto b = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
-  unsigned char c = b(i);
-  std::size_t n = c >= 0xF0 && c <= 0xF4 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 && c < 0xE0 ? 2 : 0;
-  if (n == 0 || i + n > s.size()) return 0;
-  for (std::size_t k = 1; k < n; ++k)
-    if ((b(i + k) & 0xC0) != 0x80) return 0;
-  if (n == 3 && ((c == 0xE0 && b(i + 1) < 0xA0) || (c == 0xED && b(i + 1) >= 0xA0)))
-    return 0;  // overlong, surrogate
-  if (n == 4 && ((c == 0xF0 && b(i + 1) < 0x90) || (c == 0xF4 && b(i + 1) >= 0x90)))
-    return 0;  // overlong, > U+10FFFF
-  return n;
-}
-
-void escape_into(std::string& out, std::string_view text) {
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    char c = text[i];
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&apos;";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) >= 0x80) {
-          // A directory name is any bytes; the document must stay valid UTF-8 (U+FFFD otherwise).
-          std::size_t n = utf8_length(text, i);
-          if (n == 0) {
-            out += "\xEF\xBF\xBD";
-          } else {
-            out.append(text.substr(i, n));
-            i += n - 1;
-          }
-        } else if (static_cast<unsigned char>(c) < 0x20) {
-          out += ' ';  // control characters are not allowed in XML 1.0
-        } else {
-          out += c;
-        }
-    }
-  }
-}
-
-std::string escaped(std::string_view text) {
-  std::string out;
-  out.reserve(text.size() + 8);
-  escape_into(out, text);
-  return out;
-}
-
-// A step of 1, 2 or 5 times a power of ten that cuts [0, top] into at most ~8 intervals.
-double nice_step(double top) {
-  double raw = top / 6;
-  double mag = std::pow(10, std::floor(std::log10(raw)));
-  for (double m : {1.0, 2.0, 5.0, 10.0})
-    if (m * mag >= raw) return m * mag;
-  return 10 * mag;
-}
-
 struct YScale {
   double hi = 1, step = 0.2;
   double py(double y) const { return kTop + kPlotH - std::clamp(fin(y) / hi, 0.0, 1.05) * kPlotH; }
@@ -238,7 +170,7 @@ YScale y_scale(double top) {
   top = fin(top);
   if (top <= 0) top = 1;
   top = std::min(top, 1e12);  // a corrupt value should not make the ticks run away
-  double step = nice_step(top * 1.05);
+  double step = core::nice_tick_step(top * 1.05);
   return {std::ceil(top * 1.05 / step) * step, step};
 }
 
@@ -286,7 +218,7 @@ double page_height(std::size_t legend_rows, std::size_t note_lines, double botto
 void open_page(Page& p, std::string_view title, double height) {
   p.height = height;
   p.out.reserve(8000);
-  std::string t = escaped(title);
+  std::string t = core::xml_text(title);
   fmt::format_to(
       p.it,
       "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
@@ -316,7 +248,7 @@ void y_axis(Page& p, const YScale& y, std::string_view unit_prefix, std::string_
                    kLeft - 6, y.py(i * y.step) + 4, unit_prefix, i * y.step, unit_suffix);
   p.out += "<text transform=\"translate(18 ";
   fmt::format_to(p.it, "{:.1f}) rotate(-90)\" text-anchor=\"middle\">", kTop + kPlotH / 2);
-  escape_into(p.out, title);
+  core::append_xml_text(p.out, title);
   p.out += "</text>\n</g>\n";
 }
 
@@ -324,7 +256,7 @@ void x_title(Page& p, std::string_view title, double y) {
   fmt::format_to(
       p.it, "<text class=\"x-title\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\" fill=\"{}\">",
       kLeft + kPlotW / 2, y, kInk);
-  escape_into(p.out, title);
+  core::append_xml_text(p.out, title);
   p.out += "</text>\n";
 }
 
@@ -358,7 +290,7 @@ void legend(Page& p, const std::vector<LegendEntry>& entries) {
         break;
     }
     fmt::format_to(p.it, "<text x=\"{:.1f}\" y=\"{:.1f}\">", x + 28, cy + 4);
-    escape_into(p.out, clip_label(e.text, kLegendChars));
+    core::append_xml_text(p.out, clip_label(e.text, kLegendChars));
     p.out += "</text>\n";
   }
   p.out += "</g>\n";
@@ -369,7 +301,7 @@ void notes(Page& p, const std::vector<std::string>& lines, double y) {
   p.out += "<g class=\"notes\" fill=\"#555555\">\n";
   for (std::size_t i = 0; i < lines.size(); ++i) {
     fmt::format_to(p.it, "<text x=\"{:.1f}\" y=\"{:.1f}\">", kLeft, y + i * kRowH);
-    escape_into(p.out, lines[i]);
+    core::append_xml_text(p.out, lines[i]);
     p.out += "</text>\n";
   }
   p.out += "</g>\n";
@@ -423,7 +355,7 @@ void group_labels(Page& p, const std::vector<std::string>& labels, double group_
                      cx, y);
     else
       fmt::format_to(p.it, "<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">", cx, y);
-    escape_into(p.out, clip_label(labels[i], group_label_chars(turned, group_w)));
+    core::append_xml_text(p.out, clip_label(labels[i], group_label_chars(turned, group_w)));
     p.out += "</text>\n";
   }
 }
@@ -438,19 +370,19 @@ void bar(Page& p, double x, double w, const YScale& y, double value, bool is_kno
                    "fill-opacity=\"{}\" "
                    "stroke=\"{}\"><title>",
                    x, top, w, std::max(base - top, 0.0), color, pale ? "0.3" : "1", color);
-    escape_into(p.out, tip);
+    core::append_xml_text(p.out, tip);
     fmt::format_to(
         p.it,
         "</title></rect>\n<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\" font-size=\"10\">",
         x + w / 2, top - 4);
-    escape_into(p.out, value_text);
+    core::append_xml_text(p.out, value_text);
     p.out += "</text>\n";
   } else {
     fmt::format_to(p.it,
                    "<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\" font-size=\"10\" "
                    "fill=\"#555555\">n/a<title>",
                    x + w / 2, y.py(0) - 4);
-    escape_into(p.out, tip);
+    core::append_xml_text(p.out, tip);
     p.out += "</title></text>\n";
   }
 }
@@ -655,7 +587,7 @@ std::string svg_latency_vs_concurrency(const std::vector<RunView>& runs) {
     const RunView& r = runs[i];
     std::string_view color = color_of(i);
     p.out += "<g class=\"series\" data-run=\"";
-    escape_into(p.out, r.label);
+    core::append_xml_text(p.out, r.label);
     p.out += "\">\n";
     for (bool p99 : {false, true}) {
       fmt::format_to(p.it,
@@ -679,7 +611,7 @@ std::string svg_latency_vs_concurrency(const std::vector<RunView>& runs) {
         fmt::format_to(
             p.it, "<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3\" fill=\"{}\" stroke=\"{}\"><title>",
             x, y.py(v), p99 ? "#ffffff" : color, color);
-        escape_into(p.out, fmt::format("{}: concurrency {}, TTFT {} {:.1f} ms", r.label,
+        core::append_xml_text(p.out, fmt::format("{}: concurrency {}, TTFT {} {:.1f} ms", r.label,
                                        level.first, p99 ? "p99" : "p50", fin(v)));
         p.out += "</title></circle>\n";
       }
@@ -723,7 +655,7 @@ std::string svg_hit_rate(const std::vector<RunView>& runs) {
     double cx = kLeft + (i + 0.5) * group_w;
     double measured = r.overall.cache_hit_rate, theo = r.theoretical_hit_rate;
     p.out += "<g class=\"series\" data-run=\"";
-    escape_into(p.out, r.label);
+    core::append_xml_text(p.out, r.label);
     p.out += "\">\n";
     bar(p, cx - bar_w - 2, bar_w, y, 100 * std::min(fin(measured), 1.0), known(measured), color,
         false, pct_or_dash(measured),
@@ -789,7 +721,7 @@ std::string svg_cost(const std::vector<RunView>& runs) {
     double cx = kLeft + (k + 0.5) * group_w;
     double measured = fin(r.bill.usd_per_mtok), ref = reference_per_mtok(r);
     p.out += "<g class=\"series\" data-run=\"";
-    escape_into(p.out, r.label);
+    core::append_xml_text(p.out, r.label);
     p.out += "\">\n";
     bar(p, cx - bar_w - 2, bar_w, y, measured, true, color, false, "$" + money(measured),
         fmt::format("{}: ${}/Mtok at the measured hit rate {}", r.label, money(measured),

@@ -6,6 +6,7 @@
 #include <array>
 #include <cmath>
 #include <iterator>
+#include "core/svg_text.h"
 
 namespace cmax::nccl {
 namespace {
@@ -22,55 +23,11 @@ constexpr std::string_view kFitColor = "#2ca02c";
 constexpr std::string_view kFlagColor = "#d62728";
 constexpr std::string_view kRefColor = "#555555";
 
-void escape_into(std::string& out, std::string_view text) {
-  for (char c : text) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&apos;";
-        break;
-      default:
-        // Control characters are not allowed in XML 1.0 text; a log line could carry them.
-        if (static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\n')
-          out += ' ';
-        else
-          out += c;
-    }
-  }
-}
-
-std::string escaped(std::string_view text) {
-  std::string out;
-  out.reserve(text.size() + 8);
-  escape_into(out, text);
-  return out;
-}
-
 // "8 B", "1 KiB", "64 MiB", "16 GiB" for 2^e bytes.
 std::string pow2_label(int e) {
   static constexpr std::array<std::string_view, 5> kUnits{"B", "KiB", "MiB", "GiB", "TiB"};
   int unit = std::clamp(e / 10, 0, static_cast<int>(kUnits.size()) - 1);
   return fmt::format("{} {}", std::uint64_t{1} << (e - 10 * unit), kUnits[unit]);
-}
-
-// A step of 1, 2 or 5 times a power of ten that cuts [0, top] into at most ~8 intervals.
-double nice_step(double top) {
-  double raw = top / 6;
-  double mag = std::pow(10, std::floor(std::log10(raw)));
-  for (double m : {1.0, 2.0, 5.0, 10.0})
-    if (m * mag >= raw) return m * mag;
-  return 10 * mag;
 }
 
 struct Axes {
@@ -114,10 +71,10 @@ std::string render_svg(const Run& run, const RunAnalysis& a) {
     ref_line =
         a.reference->pass_bar_gbps ? a.reference->pass_bar_gbps : a.reference->expected_busbw_gbps;
   if (ref_line) top = std::max(top, *ref_line);
-  double step = nice_step(top * 1.05);
+  double step = core::nice_tick_step(top * 1.05);
   Axes ax{x_lo, x_hi, std::ceil(top * 1.05 / step) * step};
 
-  std::string title = escaped(title_of(run));
+  std::string title = core::xml_text(title_of(run));
   fmt::format_to(it,
                  "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
                  "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" "
@@ -174,7 +131,7 @@ std::string render_svg(const Run& run, const RunAnalysis& a) {
         "<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\" fill=\"{}\">",
         kLeft, ax.py(*ref_line), kLeft + kPlotW, ax.py(*ref_line), kRefColor, kLeft + kPlotW / 2,
         ax.py(*ref_line) - 5, kRefColor);
-    escape_into(out, fmt::format("{} {:g} GB/s ({})", ref.pass_bar_gbps ? "pass bar" : "reference",
+    core::append_xml_text(out, fmt::format("{} {:g} GB/s ({})", ref.pass_bar_gbps ? "pass bar" : "reference",
                                  *ref_line, ref.source));
     out += "</text></g>\n";
   }
@@ -221,12 +178,12 @@ std::string render_svg(const Run& run, const RunAnalysis& a) {
                    "<circle class=\"flag\" data-size=\"{}\" cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"9\" "
                    "fill=\"none\" stroke=\"{}\" stroke-width=\"2\"><title>",
                    an.size_bytes, x, y, kFlagColor);
-    escape_into(out, an.detail);
+    core::append_xml_text(out, an.detail);
     fmt::format_to(it,
                    "</title></circle>\n<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\" "
                    "fill=\"{}\" font-weight=\"bold\">",
                    x, std::max(y - 14, kTop + 12), kFlagColor);
-    escape_into(out, an.kind);
+    core::append_xml_text(out, an.kind);
     out += "</text>\n";
   }
   out += "</g>\n";
