@@ -193,12 +193,12 @@ void Runner::close_record(Job* job, ErrorClass error, const TransferResult& r) {
   rec.response_id = job->response_id_;
   if (job->got_first_) rec.ttft_s = seconds(job->first_token_ - job->sent_);
   if (error == ErrorClass::kNone) {
-    rec.e2e_s = seconds((job->stream_ ? job->last_token_ : now) - job->sent_);
-    if (!job->stream_) rec.ttft_s = rec.e2e_s;
-    if (job->stream_ && job->got_first_) rec.e2e_s = seconds(now - job->sent_);
+    rec.e2e_s = seconds(now - job->sent_);
+    if (!job->stream_) rec.ttft_s = rec.e2e_s;  // a whole body has no token timing
+    // TPOT: first to last content event over the tokens after the first (usage's count when given).
     const std::uint64_t tokens = rec.usage.present ? rec.usage.completion_tokens : rec.content_chunks;
-    if (tokens > 1 && rec.ttft_s >= 0) rec.tpot_s = (seconds(job->last_token_ - job->sent_) - rec.ttft_s) / double(tokens - 1);
-    if (!job->stream_ && tokens > 1) rec.tpot_s = -1;  // a whole body has no token timing
+    if (job->stream_ && job->got_first_ && tokens > 1)
+      rec.tpot_s = seconds(job->last_token_ - job->first_token_) / double(tokens - 1);
   } else {
     rec.error_detail = job->detail_.empty() ? r.detail : job->detail_;
     if (rec.error_detail.empty() && !job->raw_.empty()) rec.error_detail = error_body_message(job->raw_);
