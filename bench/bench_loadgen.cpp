@@ -12,13 +12,8 @@
 #include <fmt/format.h>
 
 #include "loadgen/chunk.h"
+#include "loadgen/chunk_reference.h"
 #include "loadgen/sse.h"
-
-namespace cmax::loadgen::detail {
-// chunk.cpp's reference reader (not in chunk.h), timed here as the anchor.
-enum class JsonDoc { kStream, kBody };
-Result<ChunkInfo> parse_json_nlohmann(std::string_view text, JsonDoc doc, bool want_text);
-}  // namespace cmax::loadgen::detail
 
 namespace {
 

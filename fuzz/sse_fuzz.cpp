@@ -20,13 +20,8 @@
 #include <vector>
 
 #include "loadgen/chunk.h"
+#include "loadgen/chunk_reference.h"
 #include "loadgen/sse.h"
-
-namespace cmax::loadgen::detail {
-// chunk.cpp's reference reader (nlohmann's SAX parser alone), not in chunk.h.
-enum class JsonDoc { kStream, kBody };
-Result<ChunkInfo> parse_json_nlohmann(std::string_view text, JsonDoc doc, bool want_text);
-}  // namespace cmax::loadgen::detail
 
 namespace {
 

@@ -8,7 +8,6 @@
 #include "apps/cmax/cmd_endpoint_bench.h"
 
 #include <signal.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -353,12 +352,7 @@ int run_bench_cmd(BenchFlags& f) {
   auto engine = HttpEngine::create(cc);
   if (!engine) return usage(engine.error().message);
 
-  // Sockets: one per stream.
-  rlimit lim{};
-  if (::getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur < lim.rlim_max) {
-    lim.rlim_cur = lim.rlim_max;
-    ::setrlimit(RLIMIT_NOFILE, &lim);
-  }
+  raise_fd_limit();  // one socket per stream
   g_stop = false;
   struct sigaction sa {};
   sa.sa_handler = on_sigint;

@@ -8,7 +8,6 @@
 
 #include <pthread.h>
 #include <signal.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -35,15 +34,6 @@ struct ServeFlags {
   std::string api_key_file, api_key_env;
   endpoint::ServeConfig config;
 };
-
-// Each stream holds a socket; the default soft limit (often 1024) would cap concurrent streams.
-void raise_fd_limit() {
-  rlimit lim{};
-  if (::getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur < lim.rlim_max) {
-    lim.rlim_cur = lim.rlim_max;
-    ::setrlimit(RLIMIT_NOFILE, &lim);
-  }
-}
 
 int run_serve(ServeFlags& f) {
   auto& c = f.config;

@@ -31,4 +31,8 @@ Runner setup_version(CLI::App& sub);
 /// True when stdout is a terminal (colour, progress lines).
 bool stdout_is_tty();
 
+/// Raises the soft RLIMIT_NOFILE to the hard limit: the default soft limit (often 1024) would cap
+/// the concurrent streams of cmax endpoint serve and bench, one socket each.
+void raise_fd_limit();
+
 }  // namespace cmax::app

@@ -1,6 +1,7 @@
 // cmax: one binary, a table of subcommands. Results go to stdout, logs and errors to stderr.
 // Exit codes (docs/exit-codes.md): 0 no fail, 1 a fail, 2 a security fail, 3 usage or environment.
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -14,6 +15,14 @@
 namespace cmax::app {
 
 bool stdout_is_tty() { return ::isatty(STDOUT_FILENO) == 1; }
+
+void raise_fd_limit() {
+  rlimit lim{};
+  if (::getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur < lim.rlim_max) {
+    lim.rlim_cur = lim.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &lim);
+  }
+}
 
 namespace {
 

@@ -10,6 +10,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "loadgen/chunk_reference.h"
+
 // How it is built: one Extractor reads the few fields we want from a stream of JSON events (SAX).
 // Two readers drive it: a small strict reader written for the common case, and nlohmann's SAX
 // parser. The small reader stops ("bails") on anything it does not handle exactly as nlohmann does
@@ -19,11 +21,6 @@
 // fuzz/sse_fuzz.cpp checks that claim on every input against detail::parse_json_nlohmann.
 
 namespace cmax::loadgen {
-namespace detail {
-enum class JsonDoc { kStream, kBody };
-Result<ChunkInfo> parse_json_nlohmann(std::string_view text, JsonDoc doc, bool want_text);
-}  // namespace detail
-
 namespace {
 
 using detail::JsonDoc;

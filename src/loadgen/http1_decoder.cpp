@@ -34,6 +34,16 @@ std::string printable(std::string_view s) {
 
 }  // namespace
 
+double retry_after_header(std::string_view line) {
+  constexpr std::string_view kName = "retry-after:";
+  if (!iequals_prefix(line, kName)) return -1;
+  std::string_view value = trim(line.substr(kName.size()));
+  while (!value.empty() && (value.back() == '\n' || value.back() == '\r')) value.remove_suffix(1);
+  double secs = -1;
+  auto [q, ec] = std::from_chars(value.data(), value.data() + value.size(), secs);
+  return ec == std::errc() && secs >= 0 && secs < 1e9 ? secs : -1;
+}
+
 void Http1Decoder::reset() { *this = Http1Decoder(); }
 
 void Http1Decoder::fail(std::string why) {
@@ -86,10 +96,8 @@ bool Http1Decoder::parse_head(std::string_view head) {
     } else if (iequals_prefix(line, "connection:")) {
       if (iequals_prefix(value, "close")) h.close = true;
       else if (iequals_prefix(value, "keep-alive")) h.close = false;
-    } else if (iequals_prefix(line, "retry-after:")) {
-      double secs = -1;
-      auto [q, ec3] = std::from_chars(value.data(), value.data() + value.size(), secs);
-      if (ec3 == std::errc() && secs >= 0 && secs < 1e9) h.retry_after_s = secs;
+    } else if (const double secs = retry_after_header(line); secs >= 0) {
+      h.retry_after_s = secs;
     }
   }
   if (status == 204 || status == 304) {

@@ -10,6 +10,10 @@
 
 namespace cmax::loadgen {
 
+/// The seconds of a "Retry-After: N" header line (any case, trailing CRLF allowed); -1 for another
+/// header, an HTTP-date or a value that is not a number of seconds. Shared with the libcurl transport.
+double retry_after_header(std::string_view line);
+
 /// What the decoder found in a response head.
 struct Http1Head {
   int status = 0;

@@ -20,7 +20,6 @@
 #include <cstring>
 #include <deque>
 #include <memory>
-#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
@@ -99,11 +98,7 @@ class NativeTransport final : public Transport {
   int running() const override { return active_; }
 
   int poll(std::chrono::milliseconds timeout) override {
-    if (config_.wake_interval.count() > 0 && active_ >= config_.coalesce_from) {
-      const auto next = last_wake_ + config_.wake_interval;
-      const auto now = Clock::now();
-      if (now < next) std::this_thread::sleep_for(std::min<Clock::duration>(next - now, timeout));
-    }
+    coalesce_wakeups(config_, active_, last_wake_, timeout);
     epoll_event events[512];
     const int n = ::epoll_wait(epfd_, events, 512, static_cast<int>(std::max<long>(0, timeout.count())));
     for (int i = 0; i < n; ++i) on_event(static_cast<Conn*>(events[i].data.ptr), events[i].events);

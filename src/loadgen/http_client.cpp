@@ -3,6 +3,7 @@
 // callback); epoll_wait sleeps until one of those.
 
 #include "loadgen/http_client.h"
+#include "loadgen/http1_decoder.h"
 #include "loadgen/transport.h"
 
 #include <sys/epoll.h>
@@ -10,10 +11,8 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <charconv>
 #include <cstring>
 #include <mutex>
-#include <thread>
 
 #include <curl/curl.h>
 #include <fmt/format.h>
@@ -156,20 +155,7 @@ class CurlTransport final : public Transport {
   static std::size_t on_header(char* data, std::size_t size, std::size_t n, void* userp) {
     auto* x = static_cast<Exchange*>(userp);
     const std::size_t len = size * n;
-    std::string_view line(data, len);
-    constexpr std::string_view kRetry = "retry-after:";
-    if (line.size() > kRetry.size()) {
-      bool match = true;
-      for (std::size_t i = 0; i < kRetry.size() && match; ++i)
-        match = std::tolower(static_cast<unsigned char>(line[i])) == kRetry[i];
-      if (match) {
-        auto v = line.substr(kRetry.size());
-        while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
-        double secs = -1;
-        auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), secs);
-        if (ec == std::errc() && secs >= 0) x->retry_after_s = secs;  // an HTTP-date form is ignored
-      }
-    }
+    if (const double secs = retry_after_header(std::string_view(data, len)); secs >= 0) x->retry_after_s = secs;
     return len;
   }
 
@@ -257,14 +243,7 @@ class CurlTransport final : public Transport {
 
   int poll(std::chrono::milliseconds timeout) override {
     int running = 0;
-    // Many streams: let bytes gather for up to wake_interval since the last wake-up, then read
-    // them all in one pass (each wake-up costs a context switch; at a thousand streams they
-    // dominate the client's CPU).
-    if (config.wake_interval.count() > 0 && active >= config.coalesce_from) {
-      const auto next = last_wake + config.wake_interval;
-      const auto now = Clock::now();
-      if (now < next) std::this_thread::sleep_for(std::min<Clock::duration>(next - now, timeout));
-    }
+    coalesce_wakeups(config, active, last_wake, timeout);
     long wait = static_cast<long>(timeout.count());
     if (timer_ms >= 0) {
       const auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - timer_set).count();

@@ -6,13 +6,7 @@
 
 #include "endpoint/openai_protocol.h"
 #include "loadgen/chunk.h"
-
-namespace cmax::loadgen::detail {
-// chunk.cpp's reference reader (nlohmann's SAX parser alone), not in chunk.h: the fast path must
-// agree with it on every input.
-enum class JsonDoc { kStream, kBody };
-Result<ChunkInfo> parse_json_nlohmann(std::string_view text, JsonDoc doc, bool want_text);
-}  // namespace cmax::loadgen::detail
+#include "loadgen/chunk_reference.h"
 
 using namespace cmax::loadgen;
 using namespace std::string_literals;

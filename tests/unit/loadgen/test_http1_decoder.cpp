@@ -149,3 +149,16 @@ TEST(Http1Decoder, TheSinkCanStopIt) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(Http1Decoder, RetryAfterHeaderLinesAsBothTransportsReadThem) {
+  using cmax::loadgen::retry_after_header;
+  EXPECT_DOUBLE_EQ(retry_after_header("Retry-After: 2\r\n"), 2);  // libcurl hands lines with CRLF
+  EXPECT_DOUBLE_EQ(retry_after_header("retry-after:0.5"), 0.5);
+  EXPECT_EQ(retry_after_header("Retry-After: Wed, 21 Oct 2015 07:28:00 GMT"), -1);
+  EXPECT_EQ(retry_after_header("Retry-After: -3"), -1);
+  EXPECT_EQ(retry_after_header("Content-Length: 2"), -1);
+}
+
+}  // namespace
