@@ -391,7 +391,7 @@ struct OpenAiServer::Impl {
     // The stream: the role chunk at once (chat), content tokens on the model's schedule, then the
     // usage chunk and [DONE]. A failed write is a client gone: stop, and the releaser accounts.
     auto sent = std::make_shared<std::uint32_t>(0);
-    auto outcome = std::make_shared<int>(0);  // 0 disconnected/stopped, 1 completed, 2 dropped by fault
+    auto outcome = std::make_shared<int>(0);  // 0 disconnected/stopped, 2 dropped by fault, 3 completed and accounted
     res.set_header("Cache-Control", "no-cache");
     res.set_chunked_content_provider(
         "text/event-stream",
@@ -435,13 +435,21 @@ struct OpenAiServer::Impl {
               return false;  // httplib closes the connection without the terminating chunk
             }
           }
-          if (plan->meta.include_usage && !write(sse_event(usage_chunk(plan->meta, plan->usage)))) return false;
-          if (!write(std::string(kSseDone))) return false;
-          *outcome = 1;
+          // Every token is out: account the request now, before the usage chunk and [DONE] reach the
+          // client. httplib runs the releaser only after the response is finished on the socket, so a
+          // client that reads [DONE] and then asks /cmax/stats must not beat the accounting.
+          std::string tail;
+          if (plan->meta.include_usage) tail = sse_event(usage_chunk(plan->meta, plan->usage));
+          tail += kSseDone;
+          end(*plan, *sent, /*completed=*/true, /*dropped=*/false);
+          *outcome = 3;  // accounted
+          if (!write(tail)) return false;
           sink.done();
           return true;
         },
-        [this, plan, sent, outcome](bool) { end(*plan, *sent, *outcome == 1, *outcome == 2); });
+        [this, plan, sent, outcome](bool) {
+          if (*outcome != 3) end(*plan, *sent, /*completed=*/false, *outcome == 2);
+        });
   }
 
   ReplicaStats& replica_stats(int replica) {
