@@ -1,0 +1,33 @@
+#pragma once
+// The GPU checks: a CUDA matmul for TFLOP/s and bit-exact agreement across GPUs and runs, device
+// memory bandwidth, PCIe H2D/D2H and NVLink peer bandwidth. The CUDA code lives in its own program,
+// cmax-gpucheck (apps/cmax-gpucheck, built only when nvcc is found), which prints raw measurements
+// as JSON; cmax runs it as a bounded child and judges the numbers here against per-model
+// thresholds kept as data (data/gpu-thresholds.json). Without a GPU or without the program, every
+// GPU check is not_applicable with the reason, never a pass.
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/result.h"
+#include "health/result.h"
+
+namespace cmax::health {
+
+struct GpuCheckOptions {
+  /// The cmax-gpucheck program; empty: next to the running cmax binary, then on PATH.
+  std::string program;
+  /// Threshold table; nullopt: the built-in copy of data/gpu-thresholds.json.
+  std::optional<std::string> thresholds_file;
+  std::chrono::milliseconds timeout{120000};  ///< for the whole program run
+  std::vector<int> devices;                    ///< empty: every visible GPU
+};
+
+/// Runs cmax-gpucheck and judges its output; one CheckResult per check and GPU (or GPU pair).
+/// Errors only for a bad thresholds file; a missing program, no GPU, a crash or a timeout become
+/// results (not_applicable / unverified / fail with timed_out).
+Result<std::vector<CheckResult>> run_gpu_checks(const GpuCheckOptions& options);
+
+}  // namespace cmax::health
