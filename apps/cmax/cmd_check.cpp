@@ -2,20 +2,29 @@
 // InfiniBand ports, mounts), through the same signal engine as cmaxd. With --slurm-healthcheck it
 // is Slurm's HealthCheckProgram (docs/cmaxd.md): drains the node on a problem, resumes its own
 // drain when healthy again, and never calls scontrol unless slurmd says the node has registered.
+// With --active it runs the active checks instead (storage, memory, CPU, GPU; docs/checks-active.md),
+// each in a bounded child (the hidden --run-one mode of this same command); with --submit it puts
+// them into a low-priority Slurm job on the idle nodes.
 // Exit codes: 0 healthy; 1 unhealthy; 3 usage or cannot check.
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "agent/healthcheck.h"
 #include "apps/cmax/command.h"
 #include "audit/audit.h"
+#include "health/active.h"
+#include "health/runner.h"
+#include "health/submit.h"
 #include "probes/probe_set.h"
 #include "sched/policy.h"
 #include "sched/slurm.h"
@@ -32,6 +41,15 @@ struct CheckFlags {
   std::string nvml_lib = "libnvidia-ml.so.1", ib_root = "/sys/class/infiniband";
   std::vector<std::string> ib_expect, mounts;
   int mount_timeout_ms = 3000, budget_ms = 20000, scontrol_timeout_ms = 5000;
+  // --active and --submit
+  bool active = false, submit = false, force = false;
+  std::string checks, path, thresholds, host_root = "/", output_dir, partition, qos;
+  double check_timeout_s = 60;
+  std::size_t metadata_files = 2000, max_nodes = 0;
+  std::uint64_t seq_mib = 256;
+  int fsync_count = 200, job_time_min = 0;
+  // The runner's child (hidden): one check, its result as JSON on stdout.
+  std::string run_one, child_options, child_thresholds;
 };
 
 std::string default_node() {
@@ -71,7 +89,191 @@ std::string act_on_slurm(const CheckFlags& f, const agent::HealthReport& rep, ag
   return fmt::format("{}; {}resumed", action.why, r->dry_run ? "dry run, would have " : "");
 }
 
+// The groups to run: --checks, else every group, storage only with --path.
+Result<std::vector<std::string>> active_groups(const CheckFlags& f) {
+  std::vector<std::string> groups;
+  if (f.checks.empty()) {
+    for (auto g : health::kActiveGroups)
+      if (g != "storage" || !f.path.empty()) groups.emplace_back(g);
+    return groups;
+  }
+  auto parsed = health::parse_groups(f.checks);
+  if (!parsed) return parsed;
+  if (std::find(parsed->begin(), parsed->end(), "storage") != parsed->end() && f.path.empty())
+    return fail("--checks storage needs --path DIR: a directory on the filesystem to test");
+  return parsed;
+}
+
+Result<health::Thresholds> active_thresholds(const CheckFlags& f) {
+  return f.thresholds.empty() ? health::Thresholds::builtin() : health::Thresholds::load_file(f.thresholds);
+}
+
+Result<health::ActiveOptions> active_options(const CheckFlags& f) {
+  if (!(f.check_timeout_s > 0)) return fail("--check-timeout-s must be positive");
+  if (f.metadata_files == 0) return fail("--metadata-files must be at least 1");
+  if (f.seq_mib == 0) return fail("--seq-mib must be at least 1");
+  if (f.fsync_count <= 0) return fail("--fsync-count must be at least 1");
+  health::ActiveOptions o;
+  o.host_root = f.host_root;
+  o.storage_path = f.path;
+  o.metadata_files = f.metadata_files;
+  o.seq_bytes = f.seq_mib << 20;
+  o.fsync_count = f.fsync_count;
+  o.check_timeout = std::chrono::milliseconds(static_cast<long long>(f.check_timeout_s * 1000));
+  return o;
+}
+
+// `cmax check --run-one ID`: the runner's child. The result on stdout, nothing else.
+int run_one_check(const CheckFlags& f) {
+  auto text = health::run_one(f.run_one, f.child_options, f.child_thresholds);
+  if (!text) return fail_env(text.error().message);
+  fmt::print("{}\n", *text);
+  return kExitHealthy;
+}
+
+std::string pad(std::string_view s, std::size_t width) {
+  std::string out(s);
+  if (out.size() < width) out.append(width - out.size(), ' ');
+  return out;
+}
+
+void print_active_table(const CheckFlags& f, const health::Thresholds& t,
+                        const std::vector<health::CheckResult>& results) {
+  std::size_t wid = 2, wtarget = 6;
+  for (const auto& r : results) {
+    wid = std::max(wid, r.id.size());
+    wtarget = std::max(wtarget, r.target.size());
+  }
+  fmt::print("{}: active checks (thresholds: {})\n", f.node, t.origin());
+  fmt::print("{}  {}  {}  {}\n", pad("ID", wid), pad("TARGET", wtarget), pad("OUTCOME", 14), "SUMMARY");
+  for (const auto& r : results)
+    fmt::print("{}  {}  {}  {}\n", pad(r.id, wid), pad(r.target.empty() ? "-" : r.target, wtarget),
+               pad(audit::to_string(r.outcome), 14), r.summary);
+  bool header = false;
+  for (const auto& r : results) {
+    if (r.outcome == audit::Outcome::pass || r.reason.empty()) continue;
+    if (!header) fmt::print("\n");
+    header = true;
+    fmt::print("{} ({}): {}\n", r.id, audit::to_string(r.outcome), r.reason);
+  }
+}
+
+int run_active_checks(const CheckFlags& f) {
+  auto groups = active_groups(f);
+  if (!groups) return fail_env(groups.error().message);
+  auto o = active_options(f);
+  if (!o) return fail_env(o.error().message);
+  auto t = active_thresholds(f);
+  if (!t) return fail_env(t.error().message);
+
+  health::RunnerOptions ro;
+  const bool progress = ::isatty(STDERR_FILENO) == 1;
+  if (progress) {
+    ro.on_start = [](std::string_view id, std::size_t i, std::size_t n) {
+      fmt::print(stderr, "\r\033[K[{}/{}] {} ...", i, n, id);
+      std::fflush(stderr);
+    };
+  }
+  auto results = health::run_active(*o, *t, *groups, ro);
+  if (progress) fmt::print(stderr, "\r\033[K");
+  if (!results) return fail_env(results.error().message);
+
+  std::size_t counts[5] = {0, 0, 0, 0, 0};
+  for (const auto& r : *results) ++counts[static_cast<int>(r.outcome)];
+  const bool healthy = counts[static_cast<int>(audit::Outcome::fail)] == 0;
+  if (f.json) {
+    nlohmann::ordered_json j{{"schema", "cmax.check.active/1"},
+                             {"node", f.node},
+                             {"healthy", healthy},
+                             {"groups", *groups},
+                             {"thresholds", t->origin()},
+                             {"check_timeout_s", f.check_timeout_s}};
+    nlohmann::ordered_json c;
+    for (int i = 0; i < 5; ++i) c[std::string(audit::to_string(static_cast<audit::Outcome>(i)))] = counts[i];
+    j["counts"] = std::move(c);
+    j["results"] = nlohmann::ordered_json::array();
+    for (const auto& r : *results) j["results"].push_back(health::to_json(r));
+    fmt::print("{}\n", j.dump(2));
+  } else {
+    print_active_table(f, *t, *results);
+    fmt::print("\n{}: {}\n", f.node,
+               healthy ? "healthy (no active check failed)"
+                       : fmt::format("UNHEALTHY ({} active check{} failed)",
+                                     counts[static_cast<int>(audit::Outcome::fail)],
+                                     counts[static_cast<int>(audit::Outcome::fail)] == 1 ? "" : "s"));
+  }
+  return healthy ? kExitHealthy : kExitUnhealthy;
+}
+
+std::string absolute(const std::string& p) {
+  if (p.empty()) return p;
+  std::error_code ec;
+  auto a = std::filesystem::absolute(p, ec);
+  return ec ? p : a.lexically_normal().string();
+}
+
+// `cmax check --submit`: the active checks as a Slurm job on the idle nodes.
+int submit_checks(const CheckFlags& f) {
+  auto groups = active_groups(f);
+  if (!groups) return fail_env(groups.error().message);
+  auto o = active_options(f);
+  if (!o) return fail_env(o.error().message);
+  if (auto t = active_thresholds(f); !t) return fail_env(t.error().message);  // fail here, not on every node
+
+  health::SubmitOptions s;
+  std::error_code ec;
+  s.cmax_bin = std::filesystem::read_symlink("/proc/self/exe", ec).string();
+  if (ec) return fail_env(fmt::format("read /proc/self/exe: {}; cannot tell the nodes which cmax to run", ec.message()));
+  std::string csv;
+  for (const auto& g : *groups) csv += (csv.empty() ? "" : ",") + g;
+  s.check_args = {"--checks", csv, "--check-timeout-s", fmt::format("{}", f.check_timeout_s)};
+  if (!f.path.empty()) {
+    s.check_args.insert(s.check_args.end(), {"--path", absolute(f.path), "--metadata-files",
+                                             std::to_string(f.metadata_files), "--seq-mib", std::to_string(f.seq_mib),
+                                             "--fsync-count", std::to_string(f.fsync_count)});
+  }
+  if (!f.thresholds.empty()) s.check_args.insert(s.check_args.end(), {"--thresholds", absolute(f.thresholds)});
+  s.output_dir = absolute(f.output_dir.empty() ? std::string(".") : f.output_dir);
+  s.partition = f.partition;
+  s.qos = f.qos;
+  s.slurm_conf = f.slurm_conf;
+  s.max_nodes = f.max_nodes;
+  s.force = f.force;
+  s.dry_run = f.dry_run;
+  s.slurm_timeout = std::chrono::milliseconds(std::max(f.scontrol_timeout_ms, 1000));
+  std::size_t checks = 0;
+  for (const auto& c : health::all_active_checks())
+    if (std::find(groups->begin(), groups->end(), c.group) != groups->end()) ++checks;
+  const bool gpu = std::find(groups->begin(), groups->end(), "gpu") != groups->end();
+  s.time_limit = f.job_time_min > 0
+                     ? std::chrono::minutes(f.job_time_min)
+                     : health::job_time_limit(checks, o->check_timeout, gpu ? o->gpu.timeout : std::chrono::milliseconds(0));
+
+  auto out = health::submit_active(s);
+  if (!out) return fail_env(out.error().message);
+  if (out->plan.sbatch_argv.empty()) {
+    fmt::print(stderr, "cmax check --submit: {}\n", out->note);
+    return kExitHealthy;
+  }
+  if (f.dry_run) {
+    std::string argv;
+    for (const auto& w : out->plan.sbatch_argv) argv += (argv.empty() ? "" : " ") + health::shell_quote(w);
+    fmt::print("# {}\n{}\n# {}:\n{}", out->note, argv, out->plan.script_path, out->plan.script);
+    return kExitHealthy;
+  }
+  fmt::print("{}\n", out->job_id);
+  fmt::print(stderr, "cmax check --submit: job {} on {} idle node{} ({}); results in {}/cmax-check-<node>-{}.out\n",
+             out->job_id, out->nodes.size(), out->nodes.size() == 1 ? "" : "s", fmt::join(out->nodes, ","), s.output_dir,
+             out->job_id);
+  return kExitHealthy;
+}
+
 int run_check(const CheckFlags& f) {
+  if (!f.run_one.empty()) return run_one_check(f);
+  if (f.active && f.submit) return fail_env("--active and --submit: choose one (--submit runs the active checks on idle nodes)");
+  if ((f.active || f.submit) && f.slurm) return fail_env("--slurm-healthcheck is the passive check; drop --active/--submit");
+  if (f.active) return run_active_checks(f);
+  if (f.submit) return submit_checks(f);
   if (auto r = sched::check_node_name(f.node); !r) return fail_env(fmt::format("--node {}: {}", f.node, r.error().message));
   auto catalog = signals::Catalog::builtin();
   if (!catalog) return fail_env(catalog.error().message);
@@ -147,7 +349,14 @@ Runner setup_check(CLI::App& sub) {
       "registered node: 'yes' and a problem -> drain (reason 'cmax: healthcheck: ...'); 'no' and no problem\n"
       "-> resume, only when the reason is the health check's own. Unset (before registration, or an older\n"
       "slurmd): scontrol is never called, the verdict is only printed and returned.\n\n"
-      "Exit codes: 0 healthy; 1 unhealthy; 3 usage error or cannot check (kernel log unreadable).");
+      "--active runs the active checks instead (docs/checks-active.md): storage (metadata latency over\n"
+      "thousands of small files, sequential write and read, fsync latency; needs --path), memory bandwidth\n"
+      "against the DIMM ceiling, per-core CPU throughput, CPU stalls per NUMA node, and the GPU checks. Each\n"
+      "runs in a child process bounded by --check-timeout-s: a hung filesystem is a finding, not a hang.\n"
+      "--submit runs them as a low-priority (--nice), non-requeued Slurm job on the nodes idle now, one\n"
+      "result file per node; it refuses while a cmax-check job of yours is pending or running (--force).\n\n"
+      "Exit codes: 0 healthy (--submit: submitted, or nothing to submit); 1 unhealthy (an active check\n"
+      "failed); 3 usage error or cannot check (kernel log unreadable, bad --thresholds, Slurm unreachable).");
   sub.add_flag("--slurm-healthcheck", f->slurm, "Act as Slurm's HealthCheckProgram (see above)");
   sub.add_option("--node", f->node, "This node's name in Slurm (default: $SLURMD_NODENAME, else the host name)");
   sub.add_option("--slurm-conf", f->slurm_conf, "slurm.conf for scontrol (SLURM_CONF); default: Slurm's own");
@@ -172,8 +381,63 @@ Runner setup_check(CLI::App& sub) {
   sub.add_option("--mount-timeout-ms", f->mount_timeout_ms, "A mount that takes longer is hung")->capture_default_str();
   sub.add_option("--budget-ms", f->budget_ms, "The whole check's time limit (Slurm's HealthCheckTimeout is 60 s)")
       ->capture_default_str();
-  sub.add_flag("--dry-run", f->dry_run, "With --slurm-healthcheck: decide and print, change nothing in Slurm");
-  sub.add_flag("--json", f->json, "Print {\"schema\": \"cmax.check/1\", ...}");
+  sub.add_flag("--dry-run", f->dry_run,
+               "With --slurm-healthcheck: decide and print, change nothing in Slurm; with --submit: print the "
+               "sbatch argv and the batch script, submit nothing");
+  sub.add_flag("--json", f->json,
+               "Print {\"schema\": \"cmax.check/1\", ...} (with --active: \"cmax.check.active/1\", "
+               "docs/schemas/check-active.md)");
+
+  const std::string active = "Active checks";
+  sub.add_flag("--active", f->active, "Run the active checks on this node (see above)")->group(active);
+  sub.add_option("--checks", f->checks,
+                 "Groups to run, comma-separated: storage,memory,cpu,gpu (default: all; storage only with --path)")
+      ->group(active);
+  sub.add_option("--path", f->path, "A directory on the filesystem to test (a shared filesystem's scratch)")
+      ->group(active);
+  sub.add_option("--check-timeout-s", f->check_timeout_s, "Time limit of each check; then it is a fail (timed out)")
+      ->capture_default_str()
+      ->group(active);
+  sub.add_option("--metadata-files", f->metadata_files, "Small files in the metadata check's tree")
+      ->capture_default_str()
+      ->group(active);
+  sub.add_option("--seq-mib", f->seq_mib, "MiB written and read back by the sequential checks")
+      ->capture_default_str()
+      ->group(active);
+  sub.add_option("--fsync-count", f->fsync_count, "4 KiB writes + fdatasync timed by the fsync check")
+      ->capture_default_str()
+      ->group(active);
+  sub.add_option("--thresholds", f->thresholds,
+                 "Threshold table (schema cmax.health-thresholds/1; default: the built-in "
+                 "data/health-thresholds.json)")
+      ->group(active);
+  sub.add_option("--host-root", f->host_root, "Read /proc and /sys under this root (CPU and memory checks)")
+      ->capture_default_str()
+      ->group(active);
+
+  const std::string submit = "Submitting the active checks to Slurm";
+  sub.add_flag("--submit", f->submit, "Submit the active checks as a low-priority Slurm job on the idle nodes")
+      ->group(submit);
+  sub.add_option("--partition", f->partition, "Only idle nodes of this partition, and submit there")->group(submit);
+  sub.add_option("--qos", f->qos, "A preemptible QOS of your site's for the job")->group(submit);
+  sub.add_option("--output-dir", f->output_dir,
+                 "Where the script and the per-node results go, on a filesystem every node can write "
+                 "(default: the current directory)")
+      ->group(submit);
+  sub.add_option("--max-nodes", f->max_nodes, "At most this many idle nodes (0: all)")
+      ->capture_default_str()
+      ->group(submit);
+  sub.add_option("--job-time-min", f->job_time_min,
+                 "The job's time limit in minutes (0: from the checks' time limits)")
+      ->capture_default_str()
+      ->group(submit);
+  sub.add_flag("--force", f->force, "Submit even while a cmax-check job of yours is pending or running")
+      ->group(submit);
+
+  // The runner's child process (health/runner.h): not for people.
+  sub.add_option("--run-one", f->run_one)->group("");
+  sub.add_option("--child-options", f->child_options)->group("");
+  sub.add_option("--child-thresholds", f->child_thresholds)->group("");
   return [f] { return run_check(*f); };
 }
 

@@ -1,13 +1,23 @@
-// cmax run: the main job. Detects the harness, runs every stage this release has (the audit),
-// writes a run directory and prints a scorecard grouped by the ten ClusterMAX categories.
+// cmax run: the main job. On one machine (harness standalone) it audits this node; with Slurm or
+// Kubernetes it runs `cmax collect` on every node through the scheduler (srun, one task per node;
+// pods), merges the answers, judges every node against this run's floors, compares the nodes with
+// each other, and writes one run directory. Prints a per-node table and the scorecard grouped by
+// the ten ClusterMAX categories.
 
 #include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <mutex>
 
 #include <fmt/format.h>
 
 #include "apps/cmax/audit_flags.h"
 #include "apps/cmax/command.h"
+#include "cluster/merge.h"
+#include "cluster/slurm_fanout.h"
 #include "core/clock.h"
+#include "core/process.h"
 #include "report/audit_json.h"
 #include "report/run_dir.h"
 #include "report/terminal.h"
@@ -18,6 +28,10 @@ namespace {
 struct RunState {
   AuditFlags flags;
   std::string out_dir;
+  std::string partition, nodelist, slurm_conf, cmax_path;
+  std::vector<std::string> collect_args;
+  int node_timeout_s = 120;
+  bool dry_run = false;
 };
 
 void progress(std::string_view line) {
@@ -25,12 +39,29 @@ void progress(std::string_view line) {
   if (::isatty(STDERR_FILENO) == 1) fmt::print(stderr, "\r\033[K{}", line);
 }
 
-int run_main(const RunState& s) {
+// Which fan-out: the flag when given; else Slurm inside an allocation or where a slurm.conf and
+// sinfo are present; else this machine alone. Kubernetes only when asked for.
+std::string choose_harness(const RunState& s, std::string* why) {
+  if (s.flags.harness != "auto") {
+    *why = "--harness " + s.flags.harness;
+    return s.flags.harness;
+  }
+  if (const char* job = std::getenv("SLURM_JOB_ID"); job && *job) {
+    *why = fmt::format("inside Slurm allocation {}", job);
+    return "slurm";
+  }
+  std::string conf = !s.slurm_conf.empty() ? s.slurm_conf : std::getenv("SLURM_CONF") ? std::getenv("SLURM_CONF") : "/etc/slurm/slurm.conf";
+  if (core::find_program("sinfo") && ::access(conf.c_str(), R_OK) == 0 && core::find_program("srun")) {
+    *why = fmt::format("sinfo and srun on PATH and {} readable", conf);
+    return "slurm";
+  }
+  *why = "no Slurm configuration found";
+  return "standalone";
+}
+
+int run_standalone(const RunState& s, const std::string& dir) {
   auto options = to_audit_options(s.flags);
   if (!options) return environment_error(options.error().message);
-  core::SystemClock clock;
-  std::string dir = s.out_dir.empty() ? report::default_run_dir(core::format_utc_compact(clock.now())) : s.out_dir;
-
   progress("cmax run [1/1] audit: collecting facts and judging checks...");
   auto report = audit::run_audit(*options);
   progress("");
@@ -51,16 +82,115 @@ int run_main(const RunState& s) {
   return code;
 }
 
+std::string self_path() {
+  std::error_code ec;
+  auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string("cmax") : p.string();
+}
+
+int run_slurm(const RunState& s, const std::string& dir, const std::string& why) {
+  auto options = to_audit_options(s.flags);
+  if (!options) return environment_error(options.error().message);
+  auto floors = audit::load_floors(*options);
+  if (!floors) return environment_error(floors.error().message);
+  core::SystemClock clock;
+
+  cluster::SlurmFanoutOptions fo;
+  fo.collect_argv = {s.cmax_path.empty() ? self_path() : s.cmax_path, "collect", "--frame",
+                     fmt::format("--timeout-ms={}", s.flags.timeout_ms)};
+  if (!s.flags.min_versions.empty()) fo.collect_argv.push_back("--min-versions=" + s.flags.min_versions);
+  fo.collect_argv.insert(fo.collect_argv.end(), s.collect_args.begin(), s.collect_args.end());
+  fo.partition = s.partition;
+  fo.nodelist = s.nodelist;
+  fo.slurm_conf = s.slurm_conf;
+  const char* job = std::getenv("SLURM_JOB_ID");
+  fo.overlap = job && *job;
+  if (fo.overlap && fo.nodelist.empty())
+    if (const char* nl = std::getenv("SLURM_JOB_NODELIST"); nl && *nl) fo.nodelist = nl;
+  fo.node_timeout = std::chrono::seconds(s.node_timeout_s);
+  fo.dry_run = s.dry_run;
+
+  const auto t0 = std::chrono::steady_clock::now();
+  std::string started = core::format_utc(clock.now());
+  std::mutex mu;
+  std::size_t heard = 0;
+  std::vector<std::string> unanswered;
+  auto on_node = [&](const cluster::NodeOutput& n) {
+    std::lock_guard lock(mu);
+    ++heard;
+    progress(fmt::format("cmax run: {} node(s) settled; last {} {} ({:.1f} s)", heard, n.node, cluster::to_string(n.status),
+                         n.seconds));
+  };
+  progress(fmt::format("cmax run: Slurm ({}): asking every node through srun...", why));
+  auto fanned = cluster::slurm_fanout(fo, on_node);
+  progress("");
+  if (!fanned) return environment_error(fanned.error().message);
+
+  if (s.dry_run) {
+    fmt::print("cmax run --dry-run: harness slurm ({})\n", why);
+    fmt::print("nodes to ask ({}): {}\n", fanned->plan.nodes.size(), fmt::join(fanned->plan.nodes, " "));
+    for (const auto& sk : fanned->plan.skipped) fmt::print("not asked: {}: {}\n", sk.node, sk.detail);
+    if (!fanned->plan.argv.empty()) fmt::print("would run: {}\n", core::describe_argv(fanned->plan.argv));
+    return 0;
+  }
+
+  auto run = cluster::merge_nodes(std::move(fanned->nodes), *floors, clock);
+  run.harness = "slurm";
+  run.started_at = started;
+  run.finished_at = core::format_utc(clock.now());
+  run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  run.fanout_log = fmt::format("{}\nexit {}\n{}", core::describe_argv(fanned->plan.argv), fanned->srun_exit, fanned->srun_stderr);
+  int code = cluster::cluster_exit_code(run);
+  auto written = cluster::write_cluster_run_dir(run, code, dir);
+  if (!written) return environment_error(written.error().message);
+
+  if (s.flags.json) {
+    fmt::print("{}", cluster::cluster_to_json(run, code));
+    return code;
+  }
+  auto topt = to_terminal_options(s.flags);
+  fmt::print("cmax run: Slurm, {} node(s) in {:.2f} s ({})\n\n", run.nodes.size(), run.seconds, why);
+  fmt::print("{}", cluster::render_node_table(run, topt.color));
+  auto aggregate = cluster::aggregate_report(run);
+  if (s.flags.verbosity > 0) fmt::print("\n{}", report::render_audit_terminal(aggregate, code, topt));
+  fmt::print("{}", report::render_scorecard_terminal(aggregate, topt));
+  fmt::print("\nRun directory: {}\n  cluster.json  results.json  cmax.db  security.sarif  nodes/  fanout.log\n", *written);
+  return code;
+}
+
+int run_main(const RunState& s) {
+  core::SystemClock clock;
+  std::string dir = s.out_dir.empty() ? report::default_run_dir(core::format_utc_compact(clock.now())) : s.out_dir;
+  std::string why;
+  std::string harness = choose_harness(s, &why);
+  if (harness == "slurm") return run_slurm(s, dir, why);
+  if (harness == "kubernetes")
+    return environment_error("--harness kubernetes: use `cmax run --harness kubernetes --render-manifest` (not in this build yet)");
+  return run_standalone(s, dir);
+}
+
 }  // namespace
 
 Runner setup_run(CLI::App& sub) {
   auto s = std::make_shared<RunState>();
   sub.description(
-      "The main job on this machine: detect the harness, run the audit (later releases add health, drills,\n"
-      "NCCL and endpoint stages), write a run directory with results.json and an SQLite database of every\n"
-      "fact and finding, and print a scorecard grouped by the ten ClusterMAX categories.\n"
-      "Exit codes: 0 no fail; 1 a check failed; 2 a security check failed; 3 usage or environment error.");
+      "The main job. Standalone: audit this machine. Slurm (inside an allocation, or where slurm.conf and sinfo are\n"
+      "found, or --harness slurm): run `cmax collect` on every node through one srun (one task per node; --overlap\n"
+      "inside an allocation), merge the answers, judge every node against this run's floors, compare the nodes\n"
+      "(driver, firmware, kernel, NCCL, CUDA versions, GPU and NIC counts, link rates must agree), and report a node\n"
+      "that does not answer within --node-timeout-s while the rest finish. Writes one run directory and prints a\n"
+      "per-node table and the scorecard grouped by the ten ClusterMAX categories.\n"
+      "Exit codes: 0 no fail; 1 a check failed or a node did not answer; 2 a security check failed; 3 usage or\n"
+      "environment error.");
   sub.add_option("--out", s->out_dir, "Run directory (default ~/.cmax/runs/<UTC timestamp>/)");
+  sub.add_option("--partition,-p", s->partition, "Slurm: only nodes of this partition (srun -p)");
+  sub.add_option("--nodelist,-w", s->nodelist, "Slurm: only these nodes (a hostlist: gpu[01-16])");
+  sub.add_option("--node-timeout-s", s->node_timeout_s, "Give up on a node that has not answered after this long (default 120)")
+      ->check(CLI::Range(1, 86400));
+  sub.add_option("--slurm-conf", s->slurm_conf, "SLURM_CONF for sinfo and srun (default: inherited)");
+  sub.add_option("--cmax-path", s->cmax_path, "Path of cmax on the nodes (default: this binary's path)");
+  sub.add_option("--collect-arg", s->collect_args, "Extra argument for `cmax collect` on each node (repeatable)");
+  sub.add_flag("--dry-run", s->dry_run, "Slurm: print the nodes to ask and the srun command; run nothing");
   add_audit_flags(sub, s->flags);
   return [s] { return run_main(*s); };
 }

@@ -21,6 +21,7 @@ struct Command {
 
 Runner setup_run(CLI::App& sub);
 Runner setup_audit(CLI::App& sub);
+Runner setup_collect(CLI::App& sub);
 Runner setup_scan(CLI::App& sub);
 Runner setup_check(CLI::App& sub);
 Runner setup_drill(CLI::App& sub);

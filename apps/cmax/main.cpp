@@ -29,6 +29,7 @@ namespace {
 const Command kCommands[] = {
     {"run", "Run every stage on this machine, write a run directory and print the scorecard", setup_run},
     {"audit", "Read-only audit against ClusterMAX criteria and version floors", setup_audit},
+    {"collect", "This node's facts, kernel-log scan and checks as one JSON document (for cluster runs)", setup_collect},
     {"scan", "Kernel-log signal engine: classify and correlate faults in logs or /dev/kmsg", setup_scan},
     {"check", "Quick node health verdict from the kernel log and probes; Slurm HealthCheckProgram mode", setup_check},
     {"drill", "Fault drills: inject a GPU or node failure and time detection, drain and replacement", setup_drill},

@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <utility>
 
 #include "core/unique_fd.h"
 
@@ -30,19 +31,6 @@ Result<Pipe> make_pipe() {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) return fail("create pipe: {}", std::strerror(errno));
   return Pipe{UniqueFd(fds[0]), UniqueFd(fds[1])};
-}
-
-// Reads what is available into `sink`, keeping at most `cap` bytes. Returns false at EOF.
-bool drain(int fd, std::string& sink, std::size_t cap, bool& truncated) {
-  char buf[16384];
-  ssize_t n = ::read(fd, buf, sizeof buf);
-  if (n < 0) return errno == EINTR || errno == EAGAIN;
-  if (n == 0) return false;
-  std::size_t room = cap > sink.size() ? cap - sink.size() : 0;
-  std::size_t take = std::min<std::size_t>(room, static_cast<std::size_t>(n));
-  sink.append(buf, take);
-  if (take < static_cast<std::size_t>(n)) truncated = true;
-  return true;
 }
 
 }  // namespace
@@ -81,7 +69,7 @@ std::string describe_argv(const std::vector<std::string>& argv) {
   return out;
 }
 
-Result<ProcessResult> run_process(const ProcessSpec& spec) {
+Result<Child> Child::spawn(const ProcessSpec& spec) {
   if (spec.argv.empty()) return fail("run process: empty argv");
   auto exe = find_program(spec.argv[0]);
   if (!exe) return fail("run {}: not found on PATH", spec.argv[0]);
@@ -125,59 +113,113 @@ Result<ProcessResult> run_process(const ProcessSpec& spec) {
   posix_spawnattr_setsigdefault(&attr, &all);
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
 
-  auto start = Clock::now();
   pid_t pid = -1;
   int rc = ::posix_spawn(&pid, exe->c_str(), &actions, &attr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
   if (rc != 0) return fail("run {}: {}", describe_argv(spec.argv), std::strerror(rc));
-  out_pipe->write_end.reset();
-  err_pipe->write_end.reset();
+  return Child(pid, std::move(out_pipe->read_end), std::move(err_pipe->read_end));
+}
+
+Child::Child(Child&& other) noexcept
+    : pid_(std::exchange(other.pid_, -1)),
+      reaped_(std::exchange(other.reaped_, true)),
+      out_(std::move(other.out_)),
+      err_(std::move(other.err_)) {}
+
+Child::~Child() {
+  if (pid_ <= 0 || reaped_) return;
+  ::kill(-pid_, SIGKILL);
+  int status = 0;
+  // Reap at once when it went; a child stuck in the kernel (a hung mount) is not waited for.
+  for (int i = 0; i < 50 && ::waitpid(pid_, &status, WNOHANG) == 0; ++i) ::usleep(1000);
+}
+
+bool Child::pump(std::chrono::milliseconds wait, const Sink& on_out, const Sink& on_err) {
+  if (!out_ && !err_) return false;
+  pollfd fds[2] = {{out_ ? out_.get() : -1, POLLIN, 0}, {err_ ? err_.get() : -1, POLLIN, 0}};
+  int n = ::poll(fds, 2, static_cast<int>(std::max<std::int64_t>(wait.count(), 0)));
+  if (n <= 0) return true;
+  char buf[16384];
+  auto read_into = [&](UniqueFd& fd, const Sink& sink) {
+    ssize_t r = ::read(fd.get(), buf, sizeof buf);
+    if (r > 0) {
+      if (sink) sink(std::string_view(buf, static_cast<std::size_t>(r)));
+    } else if (r == 0 || (errno != EINTR && errno != EAGAIN)) {
+      fd.reset();
+    }
+  };
+  if (out_ && (fds[0].revents & (POLLIN | POLLHUP | POLLERR))) read_into(out_, on_out);
+  if (err_ && (fds[1].revents & (POLLIN | POLLHUP | POLLERR))) read_into(err_, on_err);
+  return out_ || err_;
+}
+
+void Child::signal_group(int sig) {
+  if (pid_ > 0 && !reaped_) ::kill(-pid_, sig);
+}
+
+std::optional<int> Child::wait_exit(std::chrono::milliseconds wait) {
+  if (reaped_) return std::nullopt;
+  auto deadline = Clock::now() + wait;
+  for (;;) {
+    int status = 0;
+    pid_t w = ::waitpid(pid_, &status, WNOHANG);
+    if (w == pid_) {
+      reaped_ = true;
+      return status;
+    }
+    if (w < 0 && errno != EINTR) {
+      reaped_ = true;
+      return std::nullopt;
+    }
+    if (Clock::now() >= deadline) return std::nullopt;
+    ::usleep(1000);
+  }
+}
+
+Result<ProcessResult> run_process(const ProcessSpec& spec) {
+  auto start = Clock::now();
+  auto child = Child::spawn(spec);
+  if (!child) return Unexpected<Error>{child.error()};
 
   ProcessResult result;
+  auto keep = [&](std::string& sink) {
+    return [&sink, &spec, &result](std::string_view bytes) {
+      std::size_t room = spec.max_output_bytes > sink.size() ? spec.max_output_bytes - sink.size() : 0;
+      std::size_t take = std::min(room, bytes.size());
+      sink.append(bytes.data(), take);
+      if (take < bytes.size()) result.truncated = true;
+    };
+  };
+  const Child::Sink on_out = keep(result.out), on_err = keep(result.err);
   auto deadline = start + spec.timeout;
-  bool out_open = true, err_open = true;
-  while (out_open || err_open) {
+  for (;;) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
     if (left.count() <= 0) {
       result.timed_out = true;
       break;
     }
-    pollfd fds[2] = {{out_open ? out_pipe->read_end.get() : -1, POLLIN, 0},
-                     {err_open ? err_pipe->read_end.get() : -1, POLLIN, 0}};
-    int n = ::poll(fds, 2, static_cast<int>(left.count()));
-    if (n < 0 && errno != EINTR) break;
-    if (n <= 0) continue;
-    if (out_open && (fds[0].revents & (POLLIN | POLLHUP | POLLERR)))
-      out_open = drain(fds[0].fd, result.out, spec.max_output_bytes, result.truncated);
-    if (err_open && (fds[1].revents & (POLLIN | POLLHUP | POLLERR)))
-      err_open = drain(fds[1].fd, result.err, spec.max_output_bytes, result.truncated);
+    if (!child->pump(left, on_out, on_err)) break;
   }
 
-  int status = 0;
-  if (result.timed_out) {
-    ::kill(-pid, SIGKILL);
-    ::waitpid(pid, &status, 0);
-  } else {
+  std::optional<int> status;
+  if (!result.timed_out) {
     // Output closed; the child may still linger briefly. Wait, but never past the deadline.
-    for (;;) {
-      pid_t w = ::waitpid(pid, &status, WNOHANG);
-      if (w == pid) break;
-      if (w < 0 && errno != EINTR) break;
-      if (Clock::now() >= deadline) {
-        result.timed_out = true;
-        ::kill(-pid, SIGKILL);
-        ::waitpid(pid, &status, 0);
-        break;
-      }
-      ::usleep(1000);
-    }
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    status = child->wait_exit(std::max(left, std::chrono::milliseconds(0)));
+    if (!status) result.timed_out = true;
+  }
+  if (result.timed_out) {
+    child->signal_group(SIGKILL);
+    status = child->wait_exit(std::chrono::milliseconds(2000));
   }
   result.wall = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start);
-  if (WIFEXITED(status)) {
-    result.exit_code = WEXITSTATUS(status);
-  } else if (WIFSIGNALED(status)) {
-    result.signal = WTERMSIG(status);
+  if (status && WIFEXITED(*status)) {
+    result.exit_code = WEXITSTATUS(*status);
+  } else if (status && WIFSIGNALED(*status)) {
+    result.signal = WTERMSIG(*status);
+  } else if (result.timed_out) {
+    result.signal = SIGKILL;  // killed, but stuck in the kernel: not reaped yet
   }
   return result;
 }

@@ -199,6 +199,16 @@ Result<void> SlurmCluster::wait_idle(std::chrono::milliseconds timeout) {
 
 void SlurmCluster::stop_daemons() { daemons_.clear(); }
 
+Result<void> SlurmCluster::stop_slurmd(std::string_view node) {
+  const std::string name = "slurmd -D -N " + std::string(node);
+  for (auto& owned : daemons_) {
+    if (owned.daemon.name() != name) continue;
+    owned.daemon.stop();
+    return ok();
+  }
+  return fail("stop slurmd of {}: no such node in this cluster", node);
+}
+
 SlurmCluster::~SlurmCluster() {
   // A job's slurmstepd is not in a daemon's process group: cancel what still runs, and give the
   // steps a moment to end, or their processes outlive the cluster.

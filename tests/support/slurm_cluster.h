@@ -53,6 +53,9 @@ class SlurmCluster {
   Result<core::ProcessResult> scontrol(
       std::vector<std::string> args,
       std::chrono::milliseconds timeout = std::chrono::seconds(5)) const;
+  /// Kills the slurmd of `node` (its whole process group), as a node that dies would lose it.
+  /// slurmctld notices only after SlurmdTimeout; until then it still lists the node as usable.
+  Result<void> stop_slurmd(std::string_view node);
   /// The node's state from `scontrol -o show node NODE`.
   Result<sched::NodeState> state(std::string_view node) const;
   /// Polls state(node) every 10 ms until `done` holds; the last state seen, or an error at

@@ -48,6 +48,27 @@ void collect_pci(const CollectContext& ctx, Facts& facts) {
   if (!nics.empty()) facts.present("nic.mellanox.pci", fmt::format("{}", fmt::join(nics, " ")), src);
 }
 
+// "Video BIOS: 96.00.74.00.01" of every GPU the driver lists, as a counted multiset so nodes compare
+// by equality ("96.00.74.00.01 x8").
+void collect_vbios(const CollectContext& ctx, Facts& facts) {
+  constexpr std::string_view kGpus = "/proc/driver/nvidia/gpus";
+  auto dirs = ctx.host.list_dir(kGpus);
+  if (!dirs || dirs->empty()) return;
+  std::map<std::string, int> versions;
+  for (const auto& d : *dirs) {
+    auto text = read_optional(ctx, fmt::format("{}/{}/information", kGpus, d.name), nullptr, 64 * 1024);
+    if (!text) continue;
+    for (auto line : core::split_lines(*text)) {
+      if (!line.starts_with("Video BIOS:")) continue;
+      ++versions[std::string(core::trim(line.substr(11)))];
+    }
+  }
+  if (versions.empty()) return;
+  std::vector<std::string> parts;
+  for (const auto& [v, n] : versions) parts.push_back(fmt::format("{} x{}", v, n));
+  facts.present("gpu.vbios.versions", fmt::format("{}", fmt::join(parts, ", ")), std::string(kGpus) + "/*/information");
+}
+
 void collect_driver(const CollectContext& ctx, Facts& facts) {
   constexpr std::string_view kPath = "/proc/driver/nvidia/version";
   std::string err;
@@ -68,6 +89,7 @@ void collect_driver(const CollectContext& ctx, Facts& facts) {
   facts.present("gpu.driver.version", info->version, std::string(kPath), core::clip(core::trim(*text), 300));
   facts.present("gpu.driver.flavor", info->open_module ? "open" : "proprietary", std::string(kPath),
                 "'Open Kernel Module' in the NVRM version line");
+  collect_vbios(ctx, facts);
 }
 
 void collect_modules(const CollectContext& ctx, Facts& facts) {

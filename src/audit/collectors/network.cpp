@@ -81,9 +81,12 @@ void collect_rdma(const CollectContext& ctx, Facts& facts) {
   std::vector<std::string> names;
   std::vector<PortState> ports;
   std::vector<std::string> portless;
+  std::map<std::string, int> rates, firmware;  // value -> how many ports / devices: compared across nodes
   for (const auto& d : *devices) {
     if (names.size() >= kMaxEntries) break;
     names.push_back(d.name);
+    if (auto fw = read_optional(ctx, fmt::format("{}/{}/fw_ver", kInfiniband, d.name), nullptr, 128))
+      ++firmware[std::string(core::trim(*fw))];
     std::string dir = fmt::format("{}/{}/ports", kInfiniband, d.name);
     auto list = ctx.host.list_dir(dir);
     if (!list || list->empty()) {
@@ -95,6 +98,7 @@ void collect_rdma(const CollectContext& ctx, Facts& facts) {
       std::string base = dir + "/" + p.name;
       PortState ps{d.name + "/" + p.name, read_state(ctx, base + "/state"), read_state(ctx, base + "/phys_state"), {}};
       if (auto ll = read_optional(ctx, base + "/link_layer", nullptr, 64)) ps.link_layer = core::trim(*ll);
+      if (auto rate = read_optional(ctx, base + "/rate", nullptr, 128)) ++rates[std::string(core::trim(*rate))];
       ports.push_back(std::move(ps));
     }
   }
@@ -105,6 +109,14 @@ void collect_rdma(const CollectContext& ctx, Facts& facts) {
   }
   facts.present("rdma.devices", joined(names), src);
   facts.present("rdma.port_count", std::to_string(ports.size()), src + "/*/ports");
+  // "400 Gb/sec (4X NDR) x8": the multiset of rates, so two nodes compare by string equality.
+  auto counted = [](const std::map<std::string, int>& m) {
+    std::vector<std::string> parts;
+    for (const auto& [value, n] : m) parts.push_back(fmt::format("{} x{}", value, n));
+    return joined(parts, ", ");
+  };
+  if (!rates.empty()) facts.present("rdma.port_rates", counted(rates), src + "/*/ports/*/rate");
+  if (!firmware.empty()) facts.present("rdma.fw_versions", counted(firmware), src + "/*/fw_ver");
 
   std::set<std::string> layers;
   std::vector<std::string> down, unreadable;

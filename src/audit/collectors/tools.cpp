@@ -24,7 +24,7 @@ constexpr std::string_view kPackages[] = {
     "libnvidia-container1", "datacenter-gpu-manager", "datacenter-gpu-manager-4-core", "slurm-wlm",
     "slurmd", "slurm-client", "slurmctld", "munge", "libmunge2", "enroot", "apptainer", "singularity-ce",
     "lmod", "sudo", "openmpi-bin", "rdma-core", "ibverbs-utils", "infiniband-diags", "mlnx-ofed-kernel-utils",
-    "doca-ofed", "nvidia-fabricmanager", "cuda-toolkit"};
+    "doca-ofed", "nvidia-fabricmanager", "cuda-toolkit", "libnccl2", "libnccl-dev"};
 
 Facts collect_packages(const CollectContext& ctx) {
   Facts facts;

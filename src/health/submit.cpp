@@ -1,0 +1,243 @@
+#include "health/submit.h"
+
+#include <pwd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+
+#include <fmt/format.h>
+
+#include "core/process.h"
+
+namespace cmax::health {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::vector<std::string> lines(std::string_view text) {
+  std::vector<std::string> out;
+  while (!text.empty()) {
+    auto nl = text.find('\n');
+    std::string_view line = text.substr(0, nl);
+    text = nl == std::string_view::npos ? std::string_view{} : text.substr(nl + 1);
+    while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.remove_suffix(1);
+    while (!line.empty() && line.front() == ' ') line.remove_prefix(1);
+    if (!line.empty()) out.emplace_back(line);
+  }
+  return out;
+}
+
+std::string join(std::span<const std::string> words, std::string_view sep) {
+  std::string out;
+  for (const auto& w : words) out += (out.empty() ? "" : std::string(sep)) + w;
+  return out;
+}
+
+std::vector<std::string> slurm_env(const SubmitOptions& o) {
+  std::vector<std::string> env = {"SLURM_TIME_FORMAT=standard"};
+  if (!o.slurm_conf.empty()) env.push_back("SLURM_CONF=" + o.slurm_conf);
+  return env;
+}
+
+// Runs a Slurm client; its stdout, or an error that says what to check.
+Result<std::string> run_slurm(const SubmitOptions& o, std::vector<std::string> argv) {
+  const std::string what = core::describe_argv(argv);
+  auto r = core::run_process({std::move(argv), o.slurm_timeout, 1u << 20, slurm_env(o)});
+  if (!r) return fail("{}: {}; is Slurm's client installed on this node?", what, r.error().message);
+  if (r->timed_out)
+    return fail("{}: no answer in {} ms; is slurmctld up (`scontrol ping`)?", what,
+                o.slurm_timeout.count());
+  if (r->exit_code != 0) {
+    std::string err = r->err;
+    while (!err.empty() && err.back() == '\n') err.pop_back();
+    return fail("{}: exit {}: {}", what, r->exit_code, err.empty() ? "(no message)" : err);
+  }
+  return r->out;
+}
+
+std::string current_user() {
+  if (const passwd* pw = ::getpwuid(::geteuid()); pw && pw->pw_name) return pw->pw_name;
+  return std::to_string(::geteuid());
+}
+
+std::string utc_stamp() {
+  std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  ::gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y%m%dT%H%M%SZ", &tm);
+  return buf;
+}
+
+}  // namespace
+
+std::string shell_quote(std::string_view word) {
+  auto safe = [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           std::string_view("/._-=,:+@%").find(c) != std::string_view::npos;
+  };
+  if (!word.empty() && std::all_of(word.begin(), word.end(), safe)) return std::string(word);
+  std::string out = "'";
+  for (char c : word) {
+    if (c == '\'') out += "'\\''";
+    else out += c;
+  }
+  return out + "'";
+}
+
+std::vector<std::string> parse_idle_nodes(std::string_view sinfo_out) {
+  std::vector<std::string> out;
+  for (const auto& line : lines(sinfo_out)) {
+    auto space = line.find_first_of(" \t");
+    if (space == std::string::npos) continue;
+    std::string name = line.substr(0, space);
+    std::string_view state = std::string_view(line).substr(space);
+    while (!state.empty() && (state.front() == ' ' || state.front() == '\t')) state.remove_prefix(1);
+    // Exactly "idle": "idle*" is unreachable, "idle~" powered off, "idle#" powering up, "drained"
+    // and "idle+drain" are out of service.
+    if (state != "idle") continue;
+    if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(std::move(name));
+  }
+  return out;
+}
+
+std::vector<std::string> parse_job_ids(std::string_view squeue_out) { return lines(squeue_out); }
+
+std::vector<std::string> sinfo_argv(std::string_view partition) {
+  std::vector<std::string> argv = {"sinfo", "-h", "-N", "-o", "%N %T"};
+  if (!partition.empty()) argv.push_back("--partition=" + std::string(partition));
+  return argv;
+}
+
+std::vector<std::string> squeue_argv(std::string_view user) {
+  return {"squeue", "-h",       "--user=" + std::string(user), "--name=" + std::string(kSubmitJobName),
+          "--states=PENDING,RUNNING", "-o", "%i"};
+}
+
+Result<SubmitPlan> build_submit(const SubmitOptions& o, std::span<const std::string> nodes,
+                                std::string_view script_path) {
+  if (nodes.empty()) return fail("build the check job: no nodes to run on");
+  for (const auto& n : nodes)
+    if (n.empty() || n.find_first_of(", \t\n'\"\\") != std::string::npos)
+      return fail("build the check job: node name \"{}\" is not a plain Slurm node name", n);
+  if (o.cmax_bin.empty() || o.cmax_bin.front() != '/')
+    return fail("build the check job: the cmax path \"{}\" must be absolute: every node runs "
+                "that file", o.cmax_bin);
+  if (o.output_dir.empty() || o.output_dir.front() != '/')
+    return fail("build the check job: the output directory \"{}\" must be absolute",
+                o.output_dir);
+  if (script_path.empty() || script_path.front() != '/')
+    return fail("build the check job: the script path \"{}\" must be absolute", script_path);
+  if (o.time_limit.count() <= 0) return fail("build the check job: --time must be positive");
+  using Named = std::pair<const char*, const std::string*>;
+  for (const auto& [flag, value] : {Named{"--partition", &o.partition}, Named{"--qos", &o.qos}})
+    if (value->find_first_of(" \t\n") != std::string::npos)
+      return fail("build the check job: {} \"{}\" has blanks", flag, *value);
+
+  const std::string dir = fs::path(o.output_dir).lexically_normal().string();
+  const std::string per_node = dir + "/cmax-check-%N-%j";
+  SubmitPlan p;
+  p.script_path = std::string(script_path);
+  p.sbatch_argv = {"sbatch",
+                   "--parsable",
+                   "--job-name=" + std::string(kSubmitJobName),
+                   fmt::format("--nice={}", o.nice),
+                   fmt::format("--nodes={}", nodes.size()),
+                   "--ntasks-per-node=1",
+                   "--nodelist=" + join(nodes, ","),
+                   fmt::format("--time={}", o.time_limit.count()),
+                   // The measurements need the node to themselves; a preempted check is not rerun.
+                   "--exclusive",
+                   "--no-requeue"};
+  if (!o.qos.empty()) p.sbatch_argv.push_back("--qos=" + o.qos);
+  if (!o.partition.empty()) p.sbatch_argv.push_back("--partition=" + o.partition);
+  // The batch step's own log: not %N, which is the first node's name and would be that node's
+  // result file.
+  p.sbatch_argv.push_back("--output=" + dir + "/cmax-check-batch-%j.log");
+  p.sbatch_argv.push_back(p.script_path);
+
+  std::vector<std::string> srun = {"srun", "--ntasks-per-node=1", "--output=" + per_node + ".out",
+                                   "--error=" + per_node + ".err", o.cmax_bin, "check", "--active",
+                                   "--json"};
+  srun.insert(srun.end(), o.check_args.begin(), o.check_args.end());
+  std::string command = "exec";
+  for (const auto& w : srun) command += " " + shell_quote(w);
+  p.script = fmt::format(
+      "#!/bin/sh\n"
+      "# Written by `cmax check --submit`: cmax's active health checks on every node of this job,\n"
+      "# one task per node. Each node's result: {}/cmax-check-<node>-<job id>.out\n"
+      "# (schema cmax.check.active/1), its log next to it (.err). Every word below is quoted;\n"
+      "# nothing is expanded by the shell.\n"
+      "set -u\n"
+      "{}\n",
+      dir, command);
+  return p;
+}
+
+std::chrono::minutes job_time_limit(std::size_t checks, std::chrono::milliseconds per_check,
+                                    std::chrono::milliseconds gpu_timeout) {
+  auto total = per_check * static_cast<long>(checks) + gpu_timeout + std::chrono::seconds(120);
+  auto minutes = std::chrono::ceil<std::chrono::minutes>(total);
+  return std::max(minutes, std::chrono::minutes(5));
+}
+
+Result<SubmitOutcome> submit_active(const SubmitOptions& o) {
+  SubmitOutcome out;
+  auto idle = run_slurm(o, sinfo_argv(o.partition));
+  if (!idle) return Unexpected<Error>{idle.error()};
+  out.nodes = parse_idle_nodes(*idle);
+  if (o.max_nodes > 0 && out.nodes.size() > o.max_nodes) out.nodes.resize(o.max_nodes);
+  if (out.nodes.empty()) {
+    out.note = o.partition.empty() ? "no idle node: nothing submitted"
+                                   : fmt::format("no idle node in partition {}: nothing submitted", o.partition);
+    return out;
+  }
+  if (!o.force) {
+    auto jobs = run_slurm(o, squeue_argv(current_user()));
+    if (!jobs) return Unexpected<Error>{jobs.error()};
+    out.existing = parse_job_ids(*jobs);
+    if (!out.existing.empty()) {
+      out.note = fmt::format("job {} ({}) is already pending or running for {}: nothing submitted; "
+                             "wait for it, scancel it, or pass --force",
+                             join(out.existing, ", "), kSubmitJobName, current_user());
+      return out;
+    }
+  }
+  const std::string script_path =
+      (fs::path(o.output_dir) / fmt::format("cmax-check-{}.sbatch", utc_stamp())).string();
+  auto plan = build_submit(o, out.nodes, script_path);
+  if (!plan) return Unexpected<Error>{plan.error()};
+  out.plan = std::move(*plan);
+  if (o.dry_run) {
+    out.note = "dry run: nothing written, nothing submitted";
+    return out;
+  }
+  std::error_code ec;
+  fs::create_directories(o.output_dir, ec);
+  if (ec)
+    return fail("create {}: {}; give an --output-dir on a filesystem every node can write",
+                o.output_dir, ec.message());
+  {
+    std::ofstream f(out.plan.script_path, std::ios::binary | std::ios::trunc);
+    f << out.plan.script;
+    f.close();
+    if (!f)
+      return fail("write {}: {}; give an --output-dir this user can write", out.plan.script_path,
+                  std::strerror(errno));
+  }
+  auto id = run_slurm(o, out.plan.sbatch_argv);
+  if (!id) return Unexpected<Error>{id.error()};
+  auto ids = lines(*id);
+  if (ids.empty()) return fail("sbatch printed no job id; check `squeue --name={}`", kSubmitJobName);
+  // --parsable prints "id" or "id;cluster".
+  out.job_id = ids.front().substr(0, ids.front().find(';'));
+  out.submitted = true;
+  return out;
+}
+
+}  // namespace cmax::health

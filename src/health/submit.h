@@ -1,0 +1,82 @@
+#pragma once
+// `cmax check --submit`: the active checks as a low-priority, preemptible Slurm batch job on the
+// nodes that are idle now, one task per node, each writing its cmax.check.active/1 JSON to a file
+// of its own. The argv and the batch script are built by pure functions (tested without Slurm);
+// submit_active() asks sinfo and squeue, writes the script and runs sbatch, each call bounded.
+
+#include <chrono>
+#include <cstddef>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/result.h"
+
+namespace cmax::health {
+
+inline constexpr std::string_view kSubmitJobName = "cmax-check";
+
+struct SubmitOptions {
+  std::string cmax_bin;                 ///< absolute path of cmax, the same on every node
+  std::vector<std::string> check_args;  ///< after `cmax check --active --json`: --checks, --path ...
+  std::string output_dir;               ///< absolute; created if missing; script and outputs go here
+  std::string partition;                ///< empty: every partition (sinfo) and the default (sbatch)
+  std::string qos;                      ///< a preemptible QOS of the site's; empty: none given
+  std::string slurm_conf;               ///< SLURM_CONF for sinfo, squeue, sbatch; empty: Slurm's own
+  std::size_t max_nodes = 0;            ///< 0: every idle node
+  std::chrono::minutes time_limit{30};  ///< the job's --time
+  int nice = 10000;                     ///< --nice: behind every other pending job
+  bool force = false;                   ///< submit even with a cmax-check job pending or running
+  bool dry_run = false;                 ///< build and return the plan; write and submit nothing
+  std::chrono::milliseconds slurm_timeout{10000};  ///< per sinfo, squeue and sbatch call
+};
+
+/// What would be (or was) submitted.
+struct SubmitPlan {
+  std::vector<std::string> sbatch_argv;  ///< ends with the script's path
+  std::string script_path;
+  std::string script;  ///< the batch script's text (POSIX sh, every word single-quoted)
+};
+
+/// `word` as one POSIX sh word: unchanged when it holds only safe characters, else in single
+/// quotes with each ' written as '\''.
+std::string shell_quote(std::string_view word);
+
+/// Node names from `sinfo -h -N -o '%N %T'`: those whose state is exactly "idle" (not drained,
+/// not powered down, not unreachable), each once, in sinfo's order. Pure.
+std::vector<std::string> parse_idle_nodes(std::string_view sinfo_out);
+
+/// Job ids, one a line, from `squeue -h -o %i`. Pure.
+std::vector<std::string> parse_job_ids(std::string_view squeue_out);
+
+/// argv of the sinfo call that lists node states (in `partition` when given).
+std::vector<std::string> sinfo_argv(std::string_view partition);
+/// argv of the squeue call that lists `user`'s pending and running cmax-check jobs.
+std::vector<std::string> squeue_argv(std::string_view user);
+
+/// The sbatch argv and script for `nodes` (non-empty; names without ',' or blanks), the script
+/// written to `script_path`. Errors name the option at fault. Pure.
+Result<SubmitPlan> build_submit(const SubmitOptions& o, std::span<const std::string> nodes,
+                                std::string_view script_path);
+
+/// The job's --time for `checks` checks of `per_check` each (bounded in a child each), plus the
+/// GPU run and a margin for srun and the job's start: whole minutes, at least 5.
+std::chrono::minutes job_time_limit(std::size_t checks, std::chrono::milliseconds per_check,
+                                    std::chrono::milliseconds gpu_timeout);
+
+struct SubmitOutcome {
+  bool submitted = false;
+  std::string job_id;                  ///< when submitted
+  std::vector<std::string> nodes;      ///< idle nodes chosen
+  std::vector<std::string> existing;   ///< pending or running cmax-check jobs found (not forced)
+  SubmitPlan plan;                     ///< empty when there was nothing to submit
+  std::string note;                    ///< why nothing was submitted, for the operator
+};
+
+/// Lists idle nodes, refuses when a cmax-check job of this user is pending or running (unless
+/// force), then writes the script and runs sbatch (unless dry_run). Errors: a Slurm command that
+/// fails or times out, an output directory that cannot be written.
+Result<SubmitOutcome> submit_active(const SubmitOptions& o);
+
+}  // namespace cmax::health

@@ -1,0 +1,178 @@
+// cmax check --submit, the pure parts: shell quoting, sinfo and squeue parsing, the sbatch argv and
+// the batch script. The script is also run by /bin/sh against a stand-in srun that prints its
+// argv, so quoting is proven on a real shell with hostile paths. The real Slurm submission is in
+// tests/integration/test_check_active.cpp.
+
+#include <gtest/gtest.h>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "core/process.h"
+#include "health/submit.h"
+
+namespace cmax::health {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+TEST(ShellQuote, LeavesSafeWordsAndQuotesTheRest) {
+  EXPECT_EQ(shell_quote("/usr/bin/cmax"), "/usr/bin/cmax");
+  EXPECT_EQ(shell_quote("--output=/x/cmax-check-%N-%j.out"), "--output=/x/cmax-check-%N-%j.out");
+  EXPECT_EQ(shell_quote(""), "''");
+  EXPECT_EQ(shell_quote("a b"), "'a b'");
+  EXPECT_EQ(shell_quote("it's"), "'it'\\''s'");
+  EXPECT_EQ(shell_quote("$(reboot)"), "'$(reboot)'");
+  EXPECT_EQ(shell_quote("`id`;x"), "'`id`;x'");
+  EXPECT_EQ(shell_quote("a\nb"), "'a\nb'");
+}
+
+TEST(ParseIdleNodes, KeepsOnlyNodesThatAreIdleAndInService) {
+  const char* sinfo =
+      "n1 idle\n"
+      "n2 allocated\n"
+      "n3 idle*\n"
+      "n4 drained\n"
+      "n5 idle~\n"
+      "n6 mixed\n"
+      "n7 idle\n"
+      "n1 idle\n"  // in a second partition
+      "n8 draining\n"
+      "\n"
+      "  n9   idle  \n"
+      "garbage\n";
+  EXPECT_EQ(parse_idle_nodes(sinfo), (std::vector<std::string>{"n1", "n7", "n9"}));
+  EXPECT_TRUE(parse_idle_nodes("").empty());
+}
+
+TEST(ParseJobIds, OnePerLine) {
+  EXPECT_EQ(parse_job_ids("12\n 13 \n\n"), (std::vector<std::string>{"12", "13"}));
+  EXPECT_TRUE(parse_job_ids("").empty());
+}
+
+TEST(SlurmArgv, SinfoAndSqueue) {
+  EXPECT_EQ(sinfo_argv(""), (std::vector<std::string>{"sinfo", "-h", "-N", "-o", "%N %T"}));
+  EXPECT_EQ(sinfo_argv("gpu"), (std::vector<std::string>{"sinfo", "-h", "-N", "-o", "%N %T", "--partition=gpu"}));
+  EXPECT_EQ(squeue_argv("alice"), (std::vector<std::string>{"squeue", "-h", "--user=alice", "--name=cmax-check",
+                                                            "--states=PENDING,RUNNING", "-o", "%i"}));
+}
+
+SubmitOptions options() {
+  SubmitOptions o;
+  o.cmax_bin = "/opt/cmax/bin/cmax";
+  o.check_args = {"--checks", "storage,cpu", "--path", "/scratch/it's here"};
+  o.output_dir = "/scratch/checks/";
+  o.time_limit = std::chrono::minutes(12);
+  return o;
+}
+
+TEST(BuildSubmit, ArgvAndScript) {
+  const std::vector<std::string> nodes = {"gpu-01", "gpu-02"};
+  auto p = build_submit(options(), nodes, "/scratch/checks/cmax-check-1.sbatch");
+  ASSERT_TRUE(p) << p.error().message;
+  EXPECT_EQ(p->sbatch_argv,
+            (std::vector<std::string>{"sbatch", "--parsable", "--job-name=cmax-check", "--nice=10000", "--nodes=2",
+                                      "--ntasks-per-node=1", "--nodelist=gpu-01,gpu-02", "--time=12", "--exclusive",
+                                      "--no-requeue", "--output=/scratch/checks/cmax-check-batch-%j.log",
+                                      "/scratch/checks/cmax-check-1.sbatch"}));
+  EXPECT_EQ(p->script_path, "/scratch/checks/cmax-check-1.sbatch");
+  EXPECT_TRUE(p->script.starts_with("#!/bin/sh\n")) << p->script;
+  EXPECT_NE(p->script.find(
+                "\nexec srun --ntasks-per-node=1 --output=/scratch/checks/cmax-check-%N-%j.out "
+                "--error=/scratch/checks/cmax-check-%N-%j.err /opt/cmax/bin/cmax check --active --json "
+                "--checks storage,cpu --path '/scratch/it'\\''s here'\n"),
+            std::string::npos)
+      << p->script;
+
+  auto o = options();
+  o.qos = "scavenger";
+  o.partition = "gpu";
+  o.nice = 500;
+  p = build_submit(o, nodes, "/s.sbatch");
+  ASSERT_TRUE(p) << p.error().message;
+  auto has = [&](const std::string& w) {
+    return std::find(p->sbatch_argv.begin(), p->sbatch_argv.end(), w) != p->sbatch_argv.end();
+  };
+  EXPECT_TRUE(has("--qos=scavenger"));
+  EXPECT_TRUE(has("--partition=gpu"));
+  EXPECT_TRUE(has("--nice=500"));
+}
+
+TEST(BuildSubmit, RefusesWhatCouldNotWork) {
+  const std::vector<std::string> nodes = {"n1"};
+  auto o = options();
+  o.cmax_bin = "cmax";
+  auto p = build_submit(o, nodes, "/s.sbatch");
+  ASSERT_FALSE(p);
+  EXPECT_NE(p.error().message.find("the cmax path \"cmax\" must be absolute"), std::string::npos);
+  o = options();
+  o.output_dir = "out";
+  EXPECT_FALSE(build_submit(o, nodes, "/s.sbatch"));
+  EXPECT_FALSE(build_submit(options(), nodes, "s.sbatch"));
+  EXPECT_FALSE(build_submit(options(), {}, "/s.sbatch"));
+  const std::vector<std::string> bad = {"n1,n2"};
+  p = build_submit(options(), bad, "/s.sbatch");
+  ASSERT_FALSE(p);
+  EXPECT_NE(p.error().message.find("node name \"n1,n2\" is not a plain Slurm node name"), std::string::npos);
+  o = options();
+  o.qos = "a b";
+  EXPECT_FALSE(build_submit(o, nodes, "/s.sbatch"));
+  o = options();
+  o.time_limit = std::chrono::minutes(0);
+  EXPECT_FALSE(build_submit(o, nodes, "/s.sbatch"));
+}
+
+TEST(BuildSubmit, TheScriptRunsSrunWithExactlyTheArgvItWasGiven) {
+  std::string tmpl = (fs::temp_directory_path() / "cmax-submit-XXXXXX").string();
+  ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
+  const fs::path dir = tmpl;
+  const fs::path bin = dir / "bin";
+  fs::create_directories(bin);
+  {
+    std::ofstream srun(bin / "srun");
+    srun << "#!/bin/sh\nfor a in \"$@\"; do printf '%s\\n' \"$a\"; done\n";
+  }
+  ::chmod((bin / "srun").c_str(), 0755);
+
+  auto o = options();
+  o.output_dir = (dir / "out dir").string();
+  o.cmax_bin = (dir / "my cmax").string();
+  o.check_args = {"--path", "/x/$(touch pwned)/`id` 'q' \"dq\" ;&|*?", "--thresholds", "a\\b"};
+  const std::vector<std::string> nodes = {"n1"};
+  auto p = build_submit(o, nodes, (dir / "job.sbatch").string());
+  ASSERT_TRUE(p) << p.error().message;
+  std::ofstream(dir / "job.sbatch") << p->script;
+
+  auto r = core::run_process({{"/bin/sh", (dir / "job.sbatch").string()}, 5s, 1u << 16,
+                              {"PATH=" + bin.string() + ":/usr/bin:/bin"}});
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->exit_code, 0) << r->err;
+  std::string expected;
+  for (const auto& w : std::vector<std::string>{"--ntasks-per-node=1",
+                                                "--output=" + o.output_dir + "/cmax-check-%N-%j.out",
+                                                "--error=" + o.output_dir + "/cmax-check-%N-%j.err", o.cmax_bin,
+                                                "check", "--active", "--json"})
+    expected += w + "\n";
+  for (const auto& w : o.check_args) expected += w + "\n";
+  EXPECT_EQ(r->out, expected);
+  EXPECT_FALSE(fs::exists(fs::current_path() / "pwned"));
+  EXPECT_FALSE(fs::exists(dir / "pwned"));
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+}
+
+TEST(JobTimeLimit, CoversEveryCheckAndAMargin) {
+  using std::chrono::minutes;
+  EXPECT_EQ(job_time_limit(7, 60s, 0ms), minutes(9));  // 7 checks + a 2 minute margin
+  EXPECT_EQ(job_time_limit(7, 60s, 120s), minutes(11));
+  EXPECT_EQ(job_time_limit(1, 10s, 0ms), minutes(5));     // at least 5
+  EXPECT_EQ(job_time_limit(4, 61s, 0ms), minutes(7));
+}
+
+}  // namespace
+}  // namespace cmax::health
