@@ -29,6 +29,8 @@ struct CollectFlags {
   std::string node;
   bool frame = false;
   bool no_scan = false;
+  bool kmsg = false;       ///< read /dev/kmsg even when the host root is not "/" (a pod's /host)
+  bool json = true;        ///< the only output; the flag is accepted for symmetry with other commands
   std::string kernel_log;  ///< a file instead of /dev/kmsg
 };
 
@@ -96,13 +98,13 @@ int collect_main(const CollectFlags& f) {
   std::string scan_json;
   if (!f.no_scan) {
     core::HostRoot host(options->host_root);
-    if (host.is_live() || !f.kernel_log.empty()) {
+    if (host.is_live() || f.kmsg || !f.kernel_log.empty()) {
       auto rep = scan_kernel_log(f, node, clock);
       for (const auto& e : rep.errors) errors.push_back("scan: " + e);
       scan_json = report::scan_to_json(rep);
     } else {
       errors.push_back(fmt::format("scan: not run: the host root {} is not this machine, so its /dev/kmsg cannot be read "
-                                   "(pass --kernel-log FILE)", options->host_root));
+                                   "(pass --kmsg in a privileged pod, whose /dev/kmsg is the node's, or --kernel-log FILE)", options->host_root));
     }
   }
 
@@ -131,6 +133,8 @@ Runner setup_collect(CLI::App& sub) {
   sub.add_option("--node", f->node, "Node name in the document (default $SLURMD_NODENAME, $NODE_NAME, hostname)");
   sub.add_option("--kernel-log", f->kernel_log, "Scan this log file instead of /dev/kmsg");
   sub.add_flag("--no-scan", f->no_scan, "Skip the kernel-log scan");
+  sub.add_flag("--kmsg", f->kmsg, "Scan /dev/kmsg even with --host-root (a privileged pod sees the node's kernel log)");
+  sub.add_flag("--json", f->json, "JSON output (the default and only format; accepted for scripts)");
   sub.add_flag("--frame", f->frame, "Write the document as framed lines for a fan-out through srun (cluster/frame.h)");
   return [f] { return collect_main(*f); };
 }

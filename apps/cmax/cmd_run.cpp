@@ -14,6 +14,7 @@
 
 #include "apps/cmax/audit_flags.h"
 #include "apps/cmax/command.h"
+#include "cluster/kube_fanout.h"
 #include "cluster/merge.h"
 #include "cluster/slurm_fanout.h"
 #include "core/clock.h"
@@ -32,12 +33,37 @@ struct RunState {
   std::vector<std::string> collect_args;
   int node_timeout_s = 120;
   bool dry_run = false;
+  // Kubernetes
+  std::string kube_api, kube_token = "/var/run/secrets/kubernetes.io/serviceaccount/token",
+                        kube_ca = "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt";
+  std::string ns = "default", image, node_selector = std::string(cluster::kDefaultGpuSelector), run_id;
+  std::vector<std::string> kube_nodes;
+  int max_in_flight = 64;
+  bool render_manifest = false;
 };
 
 void progress(std::string_view line) {
   // A progress line only for a person watching; quiet when stderr is a pipe or file.
   if (::isatty(STDERR_FILENO) == 1) fmt::print(stderr, "\r\033[K{}", line);
 }
+
+// Counts the nodes as they settle and shows the last one on the progress line (fan-outs call it
+// from their own threads).
+class NodeProgress {
+ public:
+  cluster::NodeCallback callback() {
+    return [this](const cluster::NodeOutput& n) {
+      std::lock_guard lock(mu_);
+      ++heard_;
+      progress(fmt::format("cmax run: {} node(s) settled; last {} {} ({:.1f} s)", heard_, n.node,
+                           cluster::to_string(n.status), n.seconds));
+    };
+  }
+
+ private:
+  std::mutex mu_;
+  std::size_t heard_ = 0;
+};
 
 // Which fan-out: the flag when given; else Slurm inside an allocation or where a slurm.conf and
 // sinfo are present; else this machine alone. Kubernetes only when asked for.
@@ -88,6 +114,35 @@ std::string self_path() {
   return ec ? std::string("cmax") : p.string();
 }
 
+// Merges the nodes' answers, writes the run directory and prints the table and scorecard.
+int finish_cluster(const RunState& s, const std::string& dir, const std::string& why, const std::string& harness,
+                   std::vector<cluster::NodeOutput> nodes, const audit::Floors& floors, const std::string& started,
+                   std::chrono::steady_clock::time_point t0, std::string fanout_log) {
+  core::SystemClock clock;
+  auto run = cluster::merge_nodes(std::move(nodes), floors, clock);
+  run.harness = harness;
+  run.started_at = started;
+  run.finished_at = core::format_utc(clock.now());
+  run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  run.fanout_log = std::move(fanout_log);
+  int code = cluster::cluster_exit_code(run);
+  auto written = cluster::write_cluster_run_dir(run, code, dir);
+  if (!written) return environment_error(written.error().message);
+
+  if (s.flags.json) {
+    fmt::print("{}", cluster::cluster_to_json(run, code));
+    return code;
+  }
+  auto topt = to_terminal_options(s.flags);
+  fmt::print("cmax run: {}, {} node(s) in {:.2f} s ({})\n\n", harness, run.nodes.size(), run.seconds, why);
+  fmt::print("{}", cluster::render_node_table(run, topt.color));
+  auto aggregate = cluster::aggregate_report(run);
+  if (s.flags.verbosity > 0) fmt::print("\n{}", report::render_audit_terminal(aggregate, code, topt));
+  fmt::print("{}", report::render_scorecard_terminal(aggregate, topt));
+  fmt::print("\nRun directory: {}\n  cluster.json  results.json  cmax.db  security.sarif  nodes/  fanout.log\n", *written);
+  return code;
+}
+
 int run_slurm(const RunState& s, const std::string& dir, const std::string& why) {
   auto options = to_audit_options(s.flags);
   if (!options) return environment_error(options.error().message);
@@ -112,17 +167,9 @@ int run_slurm(const RunState& s, const std::string& dir, const std::string& why)
 
   const auto t0 = std::chrono::steady_clock::now();
   std::string started = core::format_utc(clock.now());
-  std::mutex mu;
-  std::size_t heard = 0;
-  std::vector<std::string> unanswered;
-  auto on_node = [&](const cluster::NodeOutput& n) {
-    std::lock_guard lock(mu);
-    ++heard;
-    progress(fmt::format("cmax run: {} node(s) settled; last {} {} ({:.1f} s)", heard, n.node, cluster::to_string(n.status),
-                         n.seconds));
-  };
+  NodeProgress on_node;
   progress(fmt::format("cmax run: Slurm ({}): asking every node through srun...", why));
-  auto fanned = cluster::slurm_fanout(fo, on_node);
+  auto fanned = cluster::slurm_fanout(fo, on_node.callback());
   progress("");
   if (!fanned) return environment_error(fanned.error().message);
 
@@ -134,28 +181,71 @@ int run_slurm(const RunState& s, const std::string& dir, const std::string& why)
     return 0;
   }
 
-  auto run = cluster::merge_nodes(std::move(fanned->nodes), *floors, clock);
-  run.harness = "slurm";
-  run.started_at = started;
-  run.finished_at = core::format_utc(clock.now());
-  run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  run.fanout_log = fmt::format("{}\nexit {}\n{}", core::describe_argv(fanned->plan.argv), fanned->srun_exit, fanned->srun_stderr);
-  int code = cluster::cluster_exit_code(run);
-  auto written = cluster::write_cluster_run_dir(run, code, dir);
-  if (!written) return environment_error(written.error().message);
+  return finish_cluster(s, dir, why, "slurm", std::move(fanned->nodes), *floors, started, t0,
+                        fmt::format("{}\nexit {}\n{}", core::describe_argv(fanned->plan.argv), fanned->srun_exit,
+                                    fanned->srun_stderr));
+}
 
-  if (s.flags.json) {
-    fmt::print("{}", cluster::cluster_to_json(run, code));
-    return code;
+std::string default_run_id(const core::Clock& clock) {
+  std::string stamp = core::format_utc_compact(clock.now());  // 20261202T122122Z
+  std::string id;
+  for (char c : stamp) id += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return id;
+}
+
+int run_kubernetes(const RunState& s, const std::string& dir, const std::string& why) {
+  auto options = to_audit_options(s.flags);
+  if (!options) return environment_error(options.error().message);
+  auto floors = audit::load_floors(*options);
+  if (!floors) return environment_error(floors.error().message);
+  core::SystemClock clock;
+
+  cluster::KubeFanoutOptions ko;
+  ko.pod.run_id = s.run_id.empty() ? default_run_id(clock) : s.run_id;
+  ko.pod.ns = s.ns;
+  ko.pod.image = s.image;
+  ko.pod.collect_args = {"--kmsg", fmt::format("--timeout-ms={}", s.flags.timeout_ms)};
+  ko.pod.collect_args.insert(ko.pod.collect_args.end(), s.collect_args.begin(), s.collect_args.end());
+  ko.pod.node_timeout = std::chrono::seconds(s.node_timeout_s);
+  if (s.render_manifest) {
+    if (auto r = cluster::check_run_id(ko.pod.run_id); !r) return environment_error(r.error().message);
+    auto ds = cluster::render_collect_daemonset(ko.pod, s.node_selector);
+    if (!ds) return environment_error(ds.error().message);
+    fmt::print("{}\n", *ds);
+    return 0;
   }
-  auto topt = to_terminal_options(s.flags);
-  fmt::print("cmax run: Slurm, {} node(s) in {:.2f} s ({})\n\n", run.nodes.size(), run.seconds, why);
-  fmt::print("{}", cluster::render_node_table(run, topt.color));
-  auto aggregate = cluster::aggregate_report(run);
-  if (s.flags.verbosity > 0) fmt::print("\n{}", report::render_audit_terminal(aggregate, code, topt));
-  fmt::print("{}", report::render_scorecard_terminal(aggregate, topt));
-  fmt::print("\nRun directory: {}\n  cluster.json  results.json  cmax.db  security.sarif  nodes/  fanout.log\n", *written);
-  return code;
+  if (s.image.empty())
+    return environment_error("--harness kubernetes needs --image: an image that holds cmax on its PATH");
+  if (!s.kube_api.empty()) {
+    ko.api.api_url = s.kube_api;
+  } else {
+    auto in = sched::KubernetesOptions::in_cluster();
+    if (!in)
+      return environment_error(fmt::format("{}; outside a pod pass --kube-api URL (and --kube-token-file, --kube-ca-file)",
+                                           in.error().message));
+    ko.api = *in;
+  }
+  ko.api.token_path = s.kube_token;
+  ko.api.ca_path = s.kube_ca;
+  ko.node_selector = s.node_selector;
+  ko.nodes = s.kube_nodes;
+  ko.node_timeout = std::chrono::seconds(s.node_timeout_s);
+  ko.max_in_flight = s.max_in_flight;
+  ko.dry_run = s.dry_run;
+  ko.on_dry_run = [](const cluster::KubeRequest& r) {
+    fmt::print("would send: {} {}{}\n", r.method, r.path, r.body.empty() ? "" : "\n  " + r.body);
+  };
+
+  const auto t0 = std::chrono::steady_clock::now();
+  std::string started = core::format_utc(clock.now());
+  NodeProgress on_node;
+  progress(fmt::format("cmax run: Kubernetes ({}): one collect pod per node...", why));
+  auto fanned = cluster::kube_fanout(ko, on_node.callback());
+  progress("");
+  if (!fanned) return environment_error(fanned.error().message);
+  if (s.dry_run) return 0;
+  return finish_cluster(s, dir, why, "kubernetes", std::move(*fanned), *floors, started, t0,
+                        fmt::format("kubernetes run {} in namespace {}, image {}\n", ko.pod.run_id, ko.pod.ns, ko.pod.image));
 }
 
 int run_main(const RunState& s) {
@@ -164,8 +254,7 @@ int run_main(const RunState& s) {
   std::string why;
   std::string harness = choose_harness(s, &why);
   if (harness == "slurm") return run_slurm(s, dir, why);
-  if (harness == "kubernetes")
-    return environment_error("--harness kubernetes: use `cmax run --harness kubernetes --render-manifest` (not in this build yet)");
+  if (harness == "kubernetes") return run_kubernetes(s, dir, why);
   return run_standalone(s, dir);
 }
 
@@ -190,7 +279,28 @@ Runner setup_run(CLI::App& sub) {
   sub.add_option("--slurm-conf", s->slurm_conf, "SLURM_CONF for sinfo and srun (default: inherited)");
   sub.add_option("--cmax-path", s->cmax_path, "Path of cmax on the nodes (default: this binary's path)");
   sub.add_option("--collect-arg", s->collect_args, "Extra argument for `cmax collect` on each node (repeatable)");
-  sub.add_flag("--dry-run", s->dry_run, "Slurm: print the nodes to ask and the srun command; run nothing");
+  sub.add_flag("--dry-run", s->dry_run,
+               "Print the nodes to ask and the srun command, or the Kubernetes requests; change nothing");
+  auto k8s = "Kubernetes";
+  sub.add_option("--image", s->image, "Kubernetes: the image of the collect pods (holds cmax on its PATH)")->group(k8s);
+  sub.add_option("--namespace", s->ns, "Kubernetes: namespace of the collect pods (default default)")->group(k8s);
+  sub.add_option("--node-selector", s->node_selector,
+                 "Kubernetes: label selector of the nodes to collect on (default nvidia.com/gpu.present=true)")
+      ->group(k8s);
+  sub.add_option("--kube-node", s->kube_nodes, "Kubernetes: these nodes instead of a selector (repeatable)")->group(k8s);
+  sub.add_option("--kube-api", s->kube_api, "Kubernetes: API server URL (default: in-cluster from the pod's environment)")
+      ->group(k8s);
+  sub.add_option("--kube-token-file", s->kube_token, "Kubernetes: bearer token file")->group(k8s);
+  sub.add_option("--kube-ca-file", s->kube_ca, "Kubernetes: CA bundle of the API server")->group(k8s);
+  sub.add_option("--max-in-flight", s->max_in_flight, "Kubernetes: collect pods alive at once (default 64)")
+      ->check(CLI::Range(1, 1024))
+      ->group(k8s);
+  sub.add_option("--run-id", s->run_id, "Kubernetes: label value cmax.io/run of this run's objects (default: the UTC stamp)")
+      ->group(k8s);
+  sub.add_flag("--render-manifest", s->render_manifest,
+               "Kubernetes: print a DaemonSet that runs the collect once on every selected node, for kubectl apply; "
+               "read the documents back with kubectl logs -l cmax.io/run=ID -c collect")
+      ->group(k8s);
   add_audit_flags(sub, s->flags);
   return [s] { return run_main(*s); };
 }

@@ -1,5 +1,6 @@
 #include "cluster/frame.h"
 
+#include <algorithm>
 #include <charconv>
 
 #include <fmt/format.h>
@@ -9,6 +10,7 @@ namespace {
 
 constexpr std::string_view kMagic = "@cmax1 ";
 constexpr std::size_t kMaxOther = 4096;
+constexpr std::size_t kMaxLine = 2 * kFrameChunk + 64;  // longer than any frame line
 
 // "  3: rest" -> (3, "rest"); anything else -> (-1, whole line).
 std::pair<int, std::string_view> split_label(std::string_view line) {
@@ -61,13 +63,14 @@ void FrameDecoder::feed(std::string_view bytes) {
     auto nl = bytes.find('\n');
     if (nl == std::string_view::npos) {
       // Bounded: a line longer than any frame is noise; keep only its start.
-      if (pending_.size() < 2 * kFrameChunk + 64) pending_.append(bytes.substr(0, 2 * kFrameChunk + 64 - pending_.size()));
+      if (pending_.size() < kMaxLine) pending_.append(bytes.substr(0, kMaxLine - pending_.size()));
       return;
     }
     if (pending_.empty()) {
-      line(bytes.substr(0, nl));
+      // The same clip as a line that arrives in pieces, so the result does not depend on them.
+      line(bytes.substr(0, std::min(nl, kMaxLine)));
     } else {
-      if (pending_.size() < 2 * kFrameChunk + 64) pending_.append(bytes.substr(0, std::min(nl, 2 * kFrameChunk + 64 - pending_.size())));
+      if (pending_.size() < kMaxLine) pending_.append(bytes.substr(0, std::min(nl, kMaxLine - pending_.size())));
       line(pending_);
       pending_.clear();
     }
@@ -109,7 +112,7 @@ void FrameDecoder::line(std::string_view text) {
     }
     t = Partial{std::string(f.substr(0, s1)), {}, bytes, hash, true};
     if (bytes > max_bytes_) report(fmt::format("document of {} bytes is over the {}-byte limit", bytes, max_bytes_));
-    else t.data.reserve(bytes);
+    else t.data.reserve(std::min<std::size_t>(bytes, 1u << 20));  // announced, not yet sent: trust it only so far
     return;
   }
   if (!t.open) return;  // data or end without a begin: a stray line, ignored

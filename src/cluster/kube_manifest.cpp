@@ -67,8 +67,12 @@ json collect_container(const CollectSpec& spec) {
       {"command", collect_command(spec)},
       // The NVIDIA container runtime mounts the driver and every GPU's device for "all", without
       // a nvidia.com/gpu request: a node whose GPUs are all allocated to jobs still answers.
+      // CMAX_NODE_NAME: the node's name as Kubernetes knows it, which `cmax collect` puts in its
+      // document (a hostname may differ from the Node object's name).
       {"env", json::array({{{"name", "NVIDIA_VISIBLE_DEVICES"}, {"value", "all"}},
-                           {{"name", "NVIDIA_DRIVER_CAPABILITIES"}, {"value", "utility"}}})},
+                           {{"name", "NVIDIA_DRIVER_CAPABILITIES"}, {"value", "utility"}},
+                           {{"name", "CMAX_NODE_NAME"},
+                            {"valueFrom", {{"fieldRef", {{"fieldPath", "spec.nodeName"}}}}}}})},
       {"securityContext", {{"privileged", true}}},
       // The host's / holds /dev (and /dev/kmsg), /proc and /sys as sub-mounts: the runtime binds
       // hostPath volumes recursively, and HostToContainer keeps later host mounts visible.

@@ -140,7 +140,9 @@ Result<std::string> thresholds_json(const Thresholds& t) {
                   "or .warn_max; fix the key", key);
     entries[key.substr(0, dot)][std::string(bound)] = value;
   }
-  return json{{"schema", "cmax.health-thresholds/1"}, {"thresholds", std::move(entries)}}.dump();
+  // "origin" (ignored by the parser) keeps the table's name for the child's reasons.
+  return json{{"schema", "cmax.health-thresholds/1"}, {"origin", t.origin()}, {"thresholds", std::move(entries)}}
+      .dump();
 }
 
 // A result for `check` that its child could not give.
@@ -176,6 +178,8 @@ Result<std::vector<std::string>> child_argv(const std::string& program, std::str
                                             const ActiveOptions& o, const Thresholds& t) {
   auto th = thresholds_json(t);
   if (!th) return Unexpected<Error>{th.error()};
+  // A table changed with set() can contradict itself; say so here, not once per child.
+  if (auto back = Thresholds::parse(*th, t.origin()); !back) return Unexpected<Error>{back.error()};
   return std::vector<std::string>{program,
                                   "check",
                                   "--run-one",
@@ -193,8 +197,10 @@ Result<std::string> run_one(std::string_view id, std::string_view options_text,
   if (it == checks.end()) return fail("--run-one: unknown check '{}'", id);
   auto o = options_from_json(options_text);
   if (!o) return Unexpected<Error>{o.error()};
-  auto t = thresholds_text.empty() ? Thresholds::builtin()
-                                   : Thresholds::parse(thresholds_text, "the parent's table");
+  std::string origin = "--child-thresholds";
+  if (json j = json::parse(thresholds_text, nullptr, false); j.is_object() && j.contains("origin") && j["origin"].is_string())
+    origin = j["origin"].get<std::string>();
+  auto t = thresholds_text.empty() ? Thresholds::builtin() : Thresholds::parse(thresholds_text, origin);
   if (!t) return Unexpected<Error>{t.error()};
   return to_json(it->run(*o, *t)).dump();
 }

@@ -139,7 +139,8 @@ Result<SubmitPlan> build_submit(const SubmitOptions& o, std::span<const std::str
     if (value->find_first_of(" \t\n") != std::string::npos)
       return fail("build the check job: {} \"{}\" has blanks", flag, *value);
 
-  const std::string dir = fs::path(o.output_dir).lexically_normal().string();
+  std::string dir = fs::path(o.output_dir).lexically_normal().string();
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
   const std::string per_node = dir + "/cmax-check-%N-%j";
   SubmitPlan p;
   p.script_path = std::string(script_path);

@@ -113,7 +113,9 @@ TEST(RunBounded, KillsTheWholeGroupAtTheDeadline) {
   std::this_thread::sleep_for(50ms);
   std::ifstream stat("/proc/" + grandchild + "/stat");
   std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
-  if (!text.empty()) EXPECT_EQ(text[text.rfind(')') + 2], 'Z') << text;
+  if (!text.empty()) {
+    EXPECT_EQ(text[text.rfind(')') + 2], 'Z') << text;
+  }
 }
 
 TEST(RunBounded, AMissingProgramIsAnError) {
@@ -130,6 +132,7 @@ TEST(ChildArgv, CarriesTheOptionsAndTheThresholdsToRunOne) {
   o.fsync_count = 5;
   auto t = builtin();
   t.set("storage.fsync.p99_ms.max", 1e-9);  // an override the child must see
+  t.set("storage.fsync.p99_ms.warn_max", 1e-10);
   auto argv = child_argv("/usr/bin/cmax", "storage.fsync", o, t);
   ASSERT_TRUE(argv) << argv.error().message;
   ASSERT_EQ(argv->size(), 8u);
@@ -158,6 +161,14 @@ TEST(ChildArgv, RefusesKeysThatAreNotBounds) {
   auto argv = child_argv("/usr/bin/cmax", "storage.fsync", {}, t);
   ASSERT_FALSE(argv);
   EXPECT_NE(argv.error().message.find("key 'storage.fsync.p99_ms' does not end in .min"), std::string::npos);
+}
+
+TEST(ChildArgv, RefusesATableThatContradictsItself) {
+  auto t = builtin();
+  t.set("storage.fsync.p99_ms.max", 1);  // below its warn_max of 10
+  auto argv = child_argv("/usr/bin/cmax", "storage.fsync", {}, t);
+  ASSERT_FALSE(argv);
+  EXPECT_NE(argv.error().message.find("warn_max 10 is above max 1"), std::string::npos) << argv.error().message;
 }
 
 TEST(RunOne, ErrorsForAnUnknownCheckOrBadOptions) {
