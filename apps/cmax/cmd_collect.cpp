@@ -16,6 +16,7 @@
 #include "cluster/collect_doc.h"
 #include "cluster/frame.h"
 #include "core/host.h"
+#include "health/runner.h"
 #include "report/audit_json.h"
 #include "report/scan_report.h"
 #include "signals/catalog.h"
@@ -32,6 +33,9 @@ struct CollectFlags {
   bool kmsg = false;       ///< read /dev/kmsg even when the host root is not "/" (a pod's /host)
   bool json = true;        ///< the only output; the flag is accepted for symmetry with other commands
   std::string kernel_log;  ///< a file instead of /dev/kmsg
+  std::string checks;      ///< active check groups ("storage,cpu"); empty: none
+  std::string path;        ///< storage checks' directory
+  int check_timeout_s = 60;
 };
 
 std::string node_name(const std::string& given) {
@@ -108,8 +112,23 @@ int collect_main(const CollectFlags& f) {
     }
   }
 
+  std::vector<health::CheckResult> checks;
+  if (!f.checks.empty()) {
+    auto groups = health::parse_groups(f.checks);
+    if (!groups) return environment_error(groups.error().message);
+    auto thresholds = health::Thresholds::builtin();
+    if (!thresholds) return environment_error(thresholds.error().message);
+    health::ActiveOptions ao;
+    ao.host_root = options->host_root;
+    ao.storage_path = f.path;
+    ao.check_timeout = std::chrono::seconds(f.check_timeout_s);
+    auto ran = health::run_active(ao, *thresholds, *groups);
+    if (ran) checks = std::move(*ran);
+    else errors.push_back("checks: " + ran.error().message);
+  }
+
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  auto doc = cluster::render_collect_doc(node, seconds, audit_json, scan_json, {}, errors);
+  auto doc = cluster::render_collect_doc(node, seconds, audit_json, scan_json, checks, errors);
   if (!doc) return environment_error(doc.error().message);
   std::string out = f.frame ? cluster::encode_frames(node, *doc) : *doc + "\n";
   std::fwrite(out.data(), 1, out.size(), stdout);
@@ -135,6 +154,12 @@ Runner setup_collect(CLI::App& sub) {
   sub.add_flag("--no-scan", f->no_scan, "Skip the kernel-log scan");
   sub.add_flag("--kmsg", f->kmsg, "Scan /dev/kmsg even with --host-root (a privileged pod sees the node's kernel log)");
   sub.add_flag("--json", f->json, "JSON output (the default and only format; accepted for scripts)");
+  sub.add_option("--checks", f->checks,
+                 "Also run these active check groups (storage, memory, cpu, gpu; docs/checks-active.md), each in a "
+                 "bounded child");
+  sub.add_option("--path", f->path, "Directory for the storage checks (a shared filesystem's scratch directory)");
+  sub.add_option("--check-timeout-s", f->check_timeout_s, "Time limit of each active check (default 60)")
+      ->check(CLI::Range(1, 3600));
   sub.add_flag("--frame", f->frame, "Write the document as framed lines for a fan-out through srun (cluster/frame.h)");
   return [f] { return collect_main(*f); };
 }

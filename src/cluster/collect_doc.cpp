@@ -68,13 +68,9 @@ Result<std::string> render_collect_doc(std::string_view node, double seconds, st
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
-Result<CollectDoc> parse_collect_doc(std::string_view text, std::string_view origin) {
-  json j;
-  try {
-    j = json::parse(text);
-  } catch (const std::exception& e) {
-    return fail("read the collect document from {}: not JSON ({})", origin, e.what());
-  }
+namespace {
+
+Result<CollectDoc> read_collect_doc(const json& j, std::string_view origin) {
   if (!j.is_object() || j.value("schema", "") != kCollectSchema)
     return fail("read the collect document from {}: schema is not {} (is cmax on that node the same release?)", origin,
                 kCollectSchema);
@@ -105,6 +101,23 @@ Result<CollectDoc> parse_collect_doc(std::string_view text, std::string_view ori
     for (const auto& x : *e)
       if (x.is_string()) d.errors.push_back(x.get<std::string>());
   return d;
+}
+
+}  // namespace
+
+Result<CollectDoc> parse_collect_doc(std::string_view text, std::string_view origin) {
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const std::exception& e) {
+    return fail("read the collect document from {}: not JSON ({})", origin, e.what());
+  }
+  // json::value() throws on a key of the wrong type ("resolved": "no"); a node's document is input.
+  try {
+    return read_collect_doc(j, origin);
+  } catch (const json::exception& e) {
+    return fail("read the collect document from {}: a field has the wrong type ({})", origin, e.what());
+  }
 }
 
 }  // namespace cmax::cluster
