@@ -98,7 +98,9 @@ void validate_active(const json& j, const std::vector<std::string>& groups, int 
     EXPECT_TRUE(r["timed_out"].is_boolean()) << id;
     EXPECT_TRUE(r["duration_s"].is_number()) << id;
     EXPECT_TRUE(r["measurements"].is_array()) << id;
-    if (r["outcome"] != "pass") EXPECT_FALSE(r["reason"].get<std::string>().empty()) << id;
+    if (r["outcome"] != "pass") {
+      EXPECT_FALSE(r["reason"].get<std::string>().empty()) << id;
+    }
     for (const auto& m : r["measurements"]) {
       EXPECT_TRUE(m["name"].is_string()) << id;
       EXPECT_TRUE(m["value"].is_number()) << id;
@@ -130,7 +132,9 @@ TEST(CheckActive, StorageChecksOnThisMachine) {
     ASSERT_NE(res, nullptr) << id;
     EXPECT_EQ((*res)["category"], "storage");
     EXPECT_EQ((*res)["target"], dir.path().string());
-    EXPECT_TRUE((*res)["outcome"] == "pass" || (*res)["outcome"] == "warn") << res->dump(2);
+    // Any verdict (this machine's disk is shared with builds), but a measured one.
+    EXPECT_TRUE((*res)["outcome"] == "pass" || (*res)["outcome"] == "warn" || (*res)["outcome"] == "fail")
+        << res->dump(2);
     const json* m = measurement(*res, name);
     ASSERT_NE(m, nullptr) << id << " " << name;
     EXPECT_GT((*m)["value"].get<double>(), 0) << id << " " << name;
@@ -143,12 +147,14 @@ TEST(CheckActive, TerminalTable) {
   TempDir dir;
   auto r = run_cmax({"check", "--active", "--checks", "storage", "--path", dir.path().string(), "--metadata-files",
                      "100", "--seq-mib", "4", "--fsync-count", "10"});
-  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_TRUE(r.code == 0 || r.code == 1) << r.out << r.err;
   EXPECT_NE(r.out.find("ID"), std::string::npos);
   EXPECT_NE(r.out.find("OUTCOME"), std::string::npos);
   for (const char* id : {"storage.metadata", "storage.seq_write", "storage.seq_read", "storage.fsync"})
     EXPECT_NE(r.out.find(id), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("healthy (no active check failed)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(r.code == 0 ? "healthy (no active check failed)" : "UNHEALTHY (1 active check"),
+            std::string::npos)
+      << r.out;
   EXPECT_EQ(r.err.find("\r"), std::string::npos) << "no progress line when stderr is not a terminal";
 }
 
@@ -331,11 +337,18 @@ TEST(CheckSubmit, OneResultFilePerIdleNode) {
   const fs::path out = cluster.dir() / "checks";
   const fs::path scratch = cluster.dir() / "scratch";
   fs::create_directories(scratch);
-  const std::vector<std::string> submit = {"check",          "--submit",         "--slurm-conf", cluster.conf_path(),
-                                           "--checks",       "storage",          "--path",       scratch.string(),
-                                           "--output-dir",   out.string(),       "--metadata-files", "100",
-                                           "--seq-mib",      "4",                "--fsync-count", "10",
-                                           "--check-timeout-s", "30"};
+  // Bounds no disk misses: this test is about the job, not about this machine's disk, which three
+  // nodes on one host share with whatever else runs.
+  const fs::path lenient = cluster.dir() / "lenient.json";
+  std::ofstream(lenient) << R"({"schema": "cmax.health-thresholds/1", "thresholds": {
+      "storage.metadata.p99_us": {"max": 1e12}, "storage.metadata.files_per_s": {"min": 0},
+      "storage.seq_write.gbps": {"min": 0},
+      "storage.seq_read.gbps": {"min": 0}, "storage.fsync.p99_ms": {"max": 1e12}}})";
+  const std::vector<std::string> submit = {
+      "check",        "--submit",           "--slurm-conf",     cluster.conf_path(), "--checks",      "storage",
+      "--path",       scratch.string(),     "--output-dir",     out.string(),        "--thresholds",  lenient.string(),
+      "--seq-mib",    "4",                  "--metadata-files", "100",               "--fsync-count", "10",
+      "--check-timeout-s", "30"};
 
   // A cmax-check job of ours already waiting: no second one, also not in a dry run.
   auto held = cmax::core::run_process({{"sbatch", "--parsable", "--hold", "--job-name=cmax-check", "-o", "/dev/null",
@@ -401,6 +414,7 @@ TEST(CheckSubmit, OneResultFilePerIdleNode) {
     ASSERT_FALSE(j.is_discarded()) << file << ":\n" << text;
     validate_active(j, {"storage"}, 0);
     EXPECT_EQ(j["node"], node);
+    EXPECT_EQ(j["thresholds"], lenient.string()) << "the --thresholds file reached the nodes";
     EXPECT_EQ(j["results"].size(), 4u);
   }
   // Each node worked in a directory of its own and removed it.
