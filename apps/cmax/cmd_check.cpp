@@ -262,7 +262,7 @@ int submit_checks(const CheckFlags& f) {
     return kExitHealthy;
   }
   fmt::print("{}\n", out->job_id);
-  fmt::print(stderr, "cmax check --submit: job {} on {} idle node{} ({}); results in {}/cmax-check-<node>-{}.out\n",
+  fmt::print(stderr, "cmax check --submit: job {} on {} idle node{} ({}); results in {}/cmax-check-<host>-{}-<task>.out\n",
              out->job_id, out->nodes.size(), out->nodes.size() == 1 ? "" : "s", fmt::join(out->nodes, ","), s.output_dir,
              out->job_id);
   return kExitHealthy;

@@ -35,6 +35,7 @@ const Command kCommands[] = {
     {"drill", "Fault drills: inject a GPU or node failure and time detection, drain and replacement", setup_drill},
     {"nccl", "NCCL collectives: analyse nccl-tests logs (curve fit, dips, cliffs, scaling) or sweep them", setup_nccl},
     {"endpoint", "Inference endpoints: simulate routing policies and prefix caches over a request trace", setup_endpoint},
+    {"sla", "SLA accounting: downtime, availability, credits and cancellation rights per month", setup_sla},
     {"version", "Print the cmax version", setup_version},
 };
 

@@ -141,7 +141,9 @@ Result<SubmitPlan> build_submit(const SubmitOptions& o, std::span<const std::str
 
   std::string dir = fs::path(o.output_dir).lexically_normal().string();
   while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
-  const std::string per_node = dir + "/cmax-check-%N-%j";
+  // %N is the node's host name and %t the task, one per node: unique also where several slurmd
+  // share a host (NodeHostname), where %N alone would make the nodes overwrite each other.
+  const std::string per_node = dir + "/cmax-check-%N-%j-%t";
   SubmitPlan p;
   p.script_path = std::string(script_path);
   p.sbatch_argv = {"sbatch",
@@ -171,7 +173,7 @@ Result<SubmitPlan> build_submit(const SubmitOptions& o, std::span<const std::str
   p.script = fmt::format(
       "#!/bin/sh\n"
       "# Written by `cmax check --submit`: cmax's active health checks on every node of this job,\n"
-      "# one task per node. Each node's result: {}/cmax-check-<node>-<job id>.out\n"
+      "# one task per node. Each node's result: {}/cmax-check-<host>-<job id>-<task>.out\n"
       "# (schema cmax.check.active/1), its log next to it (.err). Every word below is quoted;\n"
       "# nothing is expanded by the shell.\n"
       "set -u\n"

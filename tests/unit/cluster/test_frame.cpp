@@ -97,7 +97,8 @@ TEST(EncodeFrames, EmptyDocumentHasNoDataLine) {
 TEST(EncodeFrames, ChunksOfNineHundredBytes) {
   for (std::size_t n : {1u, 899u, 900u, 901u, 1800u, 1801u, 100000u}) {
     const std::string doc = utf8_document(n);
-    const auto lines = cmax::core::split_lines(encode_frames("n1", doc));
+    const std::string encoded = encode_frames("n1", doc);
+    const auto lines = cmax::core::split_lines(encoded);
     const std::size_t chunks = (n + kFrameChunk - 1) / kFrameChunk;
     ASSERT_EQ(lines.size(), chunks + 2) << n;
     EXPECT_EQ(lines.front(), fmt::format("@cmax1 B n1 {} {:016x}", n, fnv1a64(doc)));
@@ -117,7 +118,8 @@ TEST(EncodeFrames, EveryLineFitsSrunsLineLimitWithALabel) {
   // srun --label prefixes "NNNN: "; it cuts lines over 1,024 bytes. A host name is at most 253 bytes.
   const std::string node(253, 'n');
   for (std::size_t n : {0u, 1u, 900u, 901u, 100000u}) {
-    for (auto l : cmax::core::split_lines(encode_frames(node, utf8_document(n)))) {
+    const std::string encoded = encode_frames(node, utf8_document(n));
+    for (auto l : cmax::core::split_lines(encoded)) {
       EXPECT_LE(l.size() + 1 + std::string_view("1023: ").size(), 1024u) << n;
     }
   }
@@ -183,7 +185,8 @@ TEST(FrameDecoder, SrunLabelledTasksInterleavedLineByLine) {
   std::vector<std::vector<std::string>> lines;
   for (const auto& t : tasks) {
     lines.emplace_back();
-    for (auto l : cmax::core::split_lines(labelled(t.label, encode_frames(t.node, t.doc))))
+    const std::string text = labelled(t.label, encode_frames(t.node, t.doc));
+    for (auto l : cmax::core::split_lines(text))
       lines.back().push_back(std::string(l) + "\n");
   }
   std::string stream;
@@ -228,7 +231,8 @@ TEST(FrameDecoder, UnpaddedLabelsAndUnlabelledInput) {
 
 TEST(FrameDecoder, CrLfLineEndsAreAccepted) {
   std::string stream;
-  for (auto l : cmax::core::split_lines(encode_frames("n1", "{\"a\":2}"))) stream += std::string(l) + "\r\n";
+  const std::string encoded = encode_frames("n1", "{\"a\":2}");
+  for (auto l : cmax::core::split_lines(encoded)) stream += std::string(l) + "\r\n";
   auto got = decode_whole(stream);
   ASSERT_EQ(got.size(), 1u);
   EXPECT_EQ(got[0].error, "");

@@ -83,8 +83,8 @@ TEST(BuildSubmit, ArgvAndScript) {
   EXPECT_EQ(p->script_path, "/scratch/checks/cmax-check-1.sbatch");
   EXPECT_TRUE(p->script.starts_with("#!/bin/sh\n")) << p->script;
   EXPECT_NE(p->script.find(
-                "\nexec srun --ntasks-per-node=1 --output=/scratch/checks/cmax-check-%N-%j.out "
-                "--error=/scratch/checks/cmax-check-%N-%j.err /opt/cmax/bin/cmax check --active --json "
+                "\nexec srun --ntasks-per-node=1 --output=/scratch/checks/cmax-check-%N-%j-%t.out "
+                "--error=/scratch/checks/cmax-check-%N-%j-%t.err /opt/cmax/bin/cmax check --active --json "
                 "--checks storage,cpu --path '/scratch/it'\\''s here'\n"),
             std::string::npos)
       << p->script;
@@ -154,8 +154,8 @@ TEST(BuildSubmit, TheScriptRunsSrunWithExactlyTheArgvItWasGiven) {
   EXPECT_EQ(r->exit_code, 0) << r->err;
   std::string expected;
   for (const auto& w : std::vector<std::string>{"--ntasks-per-node=1",
-                                                "--output=" + o.output_dir + "/cmax-check-%N-%j.out",
-                                                "--error=" + o.output_dir + "/cmax-check-%N-%j.err", o.cmax_bin,
+                                                "--output=" + o.output_dir + "/cmax-check-%N-%j-%t.out",
+                                                "--error=" + o.output_dir + "/cmax-check-%N-%j-%t.err", o.cmax_bin,
                                                 "check", "--active", "--json"})
     expected += w + "\n";
   for (const auto& w : o.check_args) expected += w + "\n";

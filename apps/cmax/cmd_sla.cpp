@@ -1,0 +1,142 @@
+// cmax sla: downtime, availability, credits and cancellation rights per month under an SLA
+// contract (docs/sla.md), from cmaxd's event database, `sacctmgr show event` output, or a CSV or
+// JSON of node state intervals.
+// Exit codes: 0 no credit owed and no cancellation right; 1 a credit is owed or a cancellation right
+// triggered; 2 the events could not be read; 3 usage or contract error.
+
+#include <fmt/format.h>
+
+#include "apps/cmax/command.h"
+#include "core/text_file.h"
+#include "sla/compute.h"
+#include "sla/contract.h"
+#include "sla/parse.h"
+#include "sla/report.h"
+#include "sla/timestamp.h"
+
+namespace cmax::app {
+namespace {
+
+constexpr int kExitOk = 0, kExitOwed = 1, kExitInput = 2, kExitUsage = 3;
+constexpr std::size_t kMaxContractBytes = 64u << 20;
+constexpr std::size_t kMaxEventBytes = std::size_t{8} << 30;  // ~150M CSV rows; a bound, not a goal
+
+struct SlaFlags {
+  std::string contract, csv, json_events, sacctmgr, cmaxd_db, from, to, events_zone;
+  bool json = false;
+  std::size_t max_rows = 20;
+};
+
+int run_sla(const SlaFlags& f) {
+  const int sources = !f.csv.empty() + !f.json_events.empty() + !f.sacctmgr.empty() + !f.cmaxd_db.empty();
+  if (sources != 1) {
+    fmt::print(stderr, "cmax sla: give exactly one of --events-csv, --events-json, --sacctmgr, --cmaxd-db\n");
+    return kExitUsage;
+  }
+  auto contract_text = core::read_text_file(f.contract, kMaxContractBytes);
+  if (!contract_text) {
+    fmt::print(stderr, "cmax sla: {}\n", contract_text.error().message);
+    return kExitUsage;
+  }
+  auto contract = sla::parse_contract(*contract_text);
+  if (!contract) {
+    fmt::print(stderr, "cmax sla: {}: {}\n", f.contract, contract.error().message);
+    return kExitUsage;
+  }
+  sla::Zone events_zone = contract->zone;
+  if (!f.events_zone.empty()) {
+    auto z = sla::Zone::load(f.events_zone);
+    if (!z) {
+      fmt::print(stderr, "cmax sla: --events-time-zone: {}\n", z.error().message);
+      return kExitUsage;
+    }
+    events_zone = std::move(*z);
+  }
+  std::optional<sla::YearMonth> from, to;
+  for (auto [flag, text, out] : {std::tuple{"--from", &f.from, &from}, std::tuple{"--to", &f.to, &to}}) {
+    if (text->empty()) continue;
+    *out = sla::parse_year_month(*text);
+    if (!*out) {
+      fmt::print(stderr, "cmax sla: {} '{}': write a month as 2026-03 (or a day in it, 2026-03-15)\n", flag, *text);
+      return kExitUsage;
+    }
+  }
+
+  sla::InputInfo info;
+  Result<sla::EventSet> events = fail("no input");
+  if (!f.cmaxd_db.empty()) {
+    info = {"cmaxd-db", f.cmaxd_db};
+    events = sla::read_cmaxd_db(f.cmaxd_db);
+  } else {
+    const std::string& path = !f.csv.empty() ? f.csv : !f.json_events.empty() ? f.json_events : f.sacctmgr;
+    info = {!f.csv.empty() ? "csv" : !f.json_events.empty() ? "json" : "sacctmgr", path};
+    auto text = core::read_text_file(path, kMaxEventBytes, "; split the events by time and run once per part");
+    if (!text) {
+      fmt::print(stderr, "cmax sla: {}\n", text.error().message);
+      return kExitInput;
+    }
+    events = !f.csv.empty()        ? sla::parse_events_csv(*text, events_zone)
+             : !f.json_events.empty() ? sla::parse_events_json(*text, events_zone)
+                                      : sla::parse_sacctmgr_events(*text, events_zone);
+  }
+  if (!events) {
+    fmt::print(stderr, "cmax sla: {}: {}\n", info.path, events.error().message);
+    return kExitInput;
+  }
+  if (events->records > 0 && events->intervals.empty() && events->anomalies.malformed.count == events->records) {
+    fmt::print(stderr, "cmax sla: read {}: no record could be read (first: {}); check the format flag\n", info.path,
+               events->anomalies.malformed.examples.empty() ? "?" : events->anomalies.malformed.examples.front());
+    return kExitInput;
+  }
+
+  std::optional<sla::Window> window;
+  if (from || to) {
+    auto fallback = sla::default_window(*events, contract->zone);
+    if ((!from || !to) && !fallback) {
+      fmt::print(stderr, "cmax sla: no events to take the other end of the window from; give both --from and --to\n");
+      return kExitUsage;
+    }
+    const sla::YearMonth a = from ? *from : fallback->months.front(), z = to ? *to : fallback->months.back();
+    auto w = sla::month_window(contract->zone, a, z);
+    if (!w) {
+      fmt::print(stderr, "cmax sla: {}\n", w.error().message);
+      return kExitUsage;
+    }
+    window = std::move(*w);
+    info.window_from_flags = true;
+  } else {
+    window = sla::default_window(*events, contract->zone);
+    if (!window) {
+      fmt::print(stderr, "cmax sla: {} holds no intervals; give --from and --to to report a month without downtime\n",
+                 info.path);
+      return kExitInput;
+    }
+  }
+  const sla::SlaReport report = sla::compute_sla(std::move(*events), *contract, *window);
+  if (f.json)
+    fmt::print("{}", sla::render_json(report, *contract, *window, info));
+  else
+    fmt::print("{}", sla::render_table(report, *contract, *window, info, f.max_rows));
+  return report.credit_total > 0 || !report.cancellations.empty() ? kExitOwed : kExitOk;
+}
+
+}  // namespace
+
+Runner setup_sla(CLI::App& sub) {
+  auto f = std::make_shared<SlaFlags>();
+  sub.add_option("--contract", f->contract, "SLA contract (JSON, cmax.sla-contract/1; docs/sla.md)")->required();
+  sub.add_option("--events-csv", f->csv, "Node state intervals: node,start,end,state[,reason]");
+  sub.add_option("--events-json", f->json_events, "Node state intervals as JSON");
+  sub.add_option("--sacctmgr", f->sacctmgr,
+                 "Output of sacctmgr -P show event format=NodeName,TimeStart,TimeEnd,State,Reason");
+  sub.add_option("--cmaxd-db", f->cmaxd_db, "cmaxd's event database (its --db): drains and resumes");
+  sub.add_option("--from", f->from, "First month (2026-01); default: the month of the earliest event");
+  sub.add_option("--to", f->to, "Last month, inclusive; default: the month of the latest event");
+  sub.add_option("--events-time-zone", f->events_zone,
+                 "Zone of event times written without an offset (default: the contract's)");
+  sub.add_option("--max-rows", f->max_rows, "Entities listed per month in the table")->capture_default_str();
+  sub.add_flag("--json", f->json, "Print the report as JSON (cmax.sla/1, docs/schemas/sla.md)");
+  return [f] { return run_sla(*f); };
+}
+
+}  // namespace cmax::app

@@ -1,0 +1,76 @@
+#pragma once
+// What the event parsers produce: per-node intervals in some state, names interned, plus counts and
+// examples of what looked wrong. Intervals are kept compact (24 bytes) for tens of millions of rows.
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace cmax::sla {
+
+/// The end of an interval that had none (still open when the source was written).
+inline constexpr std::int64_t kOpenEnd = std::numeric_limits<std::int64_t>::max();
+
+/// One node in one state over [start_s, end_s), UTC seconds; end_s == kOpenEnd when open.
+struct RawInterval {
+  std::int64_t start_s = 0;
+  std::int64_t end_s = 0;
+  std::int32_t node = 0;   ///< index into EventSet::node_names
+  std::int32_t state = 0;  ///< index into EventSet::state_names
+};
+
+/// A count of one kind of oddity with its first few examples (for the report, not for logic).
+struct Tally {
+  static constexpr std::size_t kMaxExamples = 5;
+  std::uint64_t count = 0;
+  std::vector<std::string> examples;
+  void add(std::string example) {
+    ++count;
+    if (examples.size() < kMaxExamples) examples.push_back(std::move(example));
+  }
+  /// Counts without building an example string once the examples are full.
+  bool wants_example() const { return examples.size() < kMaxExamples; }
+};
+
+/// Everything odd in the input, reported rather than failed on.
+struct Anomalies {
+  Tally malformed;       ///< lines or records that could not be read (skipped)
+  Tally open_ended;      ///< no end: down until the end of the evaluation window
+  Tally inverted;        ///< end before start (skipped)
+  Tally duplicated;      ///< the same node, start and end as an earlier interval (dropped)
+  Tally overlapping;     ///< overlaps an earlier down interval of the node (merged)
+  Tally out_of_order;    ///< starts before an earlier record of the same node (sorted)
+  Tally unknown_node;    ///< a node the contract's topology does not name (ignored)
+  Tally cluster_events;  ///< sacctmgr events without a node (cluster-wide; ignored)
+  Tally unmatched;       ///< cmaxd: a resume without a drain before it (ignored)
+  std::uint64_t up_intervals = 0;  ///< intervals in a state the contract does not count as down
+};
+
+/// The parsed input: node and state names interned, intervals in input order.
+class EventSet {
+ public:
+  std::vector<std::string> node_names;
+  std::vector<std::string> state_names;
+  std::vector<RawInterval> intervals;
+  Anomalies anomalies;
+  std::uint64_t records = 0;  ///< rows or records read, good or bad
+
+  /// Index of `name`, adding it when new.
+  std::int32_t node(std::string_view name);
+  /// Index of `state`, lower-cased, adding it when new.
+  std::int32_t state(std::string_view state);
+
+ private:
+  struct Hash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  std::unordered_map<std::string, std::int32_t, Hash, std::equal_to<>> node_index_;
+  std::string last_node_;
+  std::int32_t last_node_index_ = -1;
+};
+
+}  // namespace cmax::sla
