@@ -10,6 +10,7 @@
 #include "core/text_file.h"
 #include "sla/compute.h"
 #include "sla/contract.h"
+#include "sla/mapped_file.h"
 #include "sla/parse.h"
 #include "sla/report.h"
 #include "sla/timestamp.h"
@@ -70,14 +71,15 @@ int run_sla(const SlaFlags& f) {
   } else {
     const std::string& path = !f.csv.empty() ? f.csv : !f.json_events.empty() ? f.json_events : f.sacctmgr;
     info = {!f.csv.empty() ? "csv" : !f.json_events.empty() ? "json" : "sacctmgr", path};
-    auto text = core::read_text_file(path, kMaxEventBytes, "; split the events by time and run once per part");
-    if (!text) {
-      fmt::print(stderr, "cmax sla: {}\n", text.error().message);
+    auto file = sla::MappedFile::open(path, kMaxEventBytes);
+    if (!file) {
+      fmt::print(stderr, "cmax sla: {}\n", file.error().message);
       return kExitInput;
     }
-    events = !f.csv.empty()        ? sla::parse_events_csv(*text, events_zone)
-             : !f.json_events.empty() ? sla::parse_events_json(*text, events_zone)
-                                      : sla::parse_sacctmgr_events(*text, events_zone);
+    const std::string_view text = file->text();
+    events = !f.csv.empty()           ? sla::parse_events_csv(text, events_zone)
+             : !f.json_events.empty() ? sla::parse_events_json(text, events_zone)
+                                      : sla::parse_sacctmgr_events(text, events_zone);
   }
   if (!events) {
     fmt::print(stderr, "cmax sla: {}: {}\n", info.path, events.error().message);

@@ -80,7 +80,10 @@ void FrameDecoder::feed(std::string_view bytes) {
 
 void FrameDecoder::line(std::string_view text) {
   if (!text.empty() && text.back() == '\r') text.remove_suffix(1);
-  auto [task, rest] = split_label(text);
+  // Plain variables, not a structured binding: clang 14 cannot capture one in the lambda below.
+  const auto labelled = split_label(text);
+  const int task = labelled.first;
+  auto rest = labelled.second;
   if (!rest.starts_with(kMagic)) {
     auto& o = other_[task];
     if (o.size() < kMaxOther && !rest.empty()) {

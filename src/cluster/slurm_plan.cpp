@@ -81,7 +81,8 @@ std::optional<SrunEvent> parse_srun_error(std::string_view line) {
     auto rest = msg.substr(at + 16);
     auto colon = rest.find(':');
     std::string node(core::trim(rest.substr(0, colon)));
-    if (node.empty()) return std::nullopt;
+    // A node name is one word; anything else is not this message (and must not settle a node).
+    if (node.empty() || node.find_first_of(" \t") != std::string::npos) return std::nullopt;
     return SrunEvent{std::move(node), NodeStatus::unreachable, std::string(msg)};
   }
   // n3: task 2: Exited with exit code 1   |   n3: task 2: Killed

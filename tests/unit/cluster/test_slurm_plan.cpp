@@ -234,6 +234,9 @@ TEST(ParseSrunError, OtherLinesAreNotNodeEvents) {
            "srun: error: : task 2: Exited with exit code 1",
            "srun: error: Task launch for StepId=3.0 failed on node : no name",
            "srun: error: n3 x: task 2: Killed",
+           // Found by fuzz_cluster: a node name is one word.
+           "srun: error: Task launch for StepId=3.0 failed on node sk launch for StepId=3.0 failed on node n3: "
+           "Communication connection failure",
            "",
            "srun: error: ",
        }) {
