@@ -36,6 +36,7 @@ const Command kCommands[] = {
     {"nccl", "NCCL collectives: analyse nccl-tests logs (curve fit, dips, cliffs, scaling) or sweep them", setup_nccl},
     {"endpoint", "Inference endpoints: simulate routing policies and prefix caches over a request trace", setup_endpoint},
     {"sla", "SLA accounting: downtime, availability, credits and cancellation rights per month", setup_sla},
+    {"score", "Score the ten ClusterMAX categories from run directories: tier, reasons, what moves it up", setup_score},
     {"version", "Print the cmax version", setup_version},
 };
 

@@ -1,0 +1,30 @@
+#pragma once
+// Several runs side by side: a relative ranking by total, with ties and uneven evidence noted.
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "score/scorer.h"
+
+namespace cmax::score {
+
+struct RankEntry {
+  std::size_t run = 0;       ///< index into the cards given
+  std::optional<int> rank;   ///< 1 = best; equal totals (to 0.1 point) share a rank; nullopt: not rated
+  bool tie = false;
+};
+
+struct Ranking {
+  std::vector<RankEntry> entries;  ///< best first; not rated last, in the order given
+  std::vector<std::string> notes;  ///< ties, and ranks that rest on very different confidence
+};
+
+/// Ranks by total. A difference of confidence above 0.2 between neighbours is noted: their order
+/// rests on different evidence.
+Ranking rank_runs(const std::vector<ScoreCard>& cards);
+
+/// The side-by-side table for the terminal: one row per category, one column per run.
+std::string render_side_by_side(const std::vector<ScoreCard>& cards, const Ranking& ranking);
+
+}  // namespace cmax::score

@@ -1,0 +1,327 @@
+#include "score/evidence.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <set>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "report/run_dir.h"
+
+namespace cmax::score {
+namespace {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+// Parses into `j` (an out-parameter: a Result<json> would invite json's implicit conversions).
+Result<void> parse_doc(std::string_view text, std::string_view file, std::string_view schema_prefix, json& j) {
+  try {
+    j = json::parse(text);
+  } catch (const json::parse_error& e) {
+    return fail("{}: not JSON: {}", file, e.what());
+  }
+  if (!j.is_object()) return fail("{}: not a JSON object", file);
+  std::string schema = j.value("schema", std::string());
+  if (schema.rfind(schema_prefix, 0) != 0)
+    return fail("{}: schema \"{}\" is not {}", file, schema, schema_prefix);
+  return ok();
+}
+
+std::optional<double> num(const json& obj, const char* key) {
+  if (!obj.is_object()) return std::nullopt;
+  auto it = obj.find(key);
+  if (it == obj.end() || !it->is_number()) return std::nullopt;
+  return it->get<double>();
+}
+
+bool actionable(std::string_view action) {
+  return action == "restart_app" || action == "reset_gpu" || action == "drain" || action == "reboot_node" ||
+         action == "replace";
+}
+
+}  // namespace
+
+const MetricSpec* find_metric(std::string_view name) {
+  for (const auto& m : kMetrics)
+    if (m.name == name) return &m;
+  return nullptr;
+}
+
+Result<void> add_cluster_doc(std::string_view text, Evidence& ev) {
+  try {
+    json doc;
+    if (auto p = parse_doc(text, "cluster.json", "cmax.cluster/", doc); !p) return p;
+    json* j = &doc;
+    const json& nodes = (*j)["nodes"];
+    if (!nodes.is_array()) return fail("cluster.json: no nodes array");
+    int ok = 0, scanned = 0;
+    double incidents = 0;
+    for (const auto& n : nodes) {
+      if (n.value("status", std::string()) == "ok") ++ok;
+      if (auto s = n.find("scan"); s != n.end() && s->is_object() && s->value("ran", false)) {
+        ++scanned;
+        incidents += num(*s, "actionable").value_or(0);
+      }
+    }
+    if (!nodes.empty())
+      ev.metrics["cluster.nodes_answered"] = {static_cast<double>(ok) / static_cast<double>(nodes.size()),
+                                              fmt::format("cluster.json: {} of {} nodes ok", ok, nodes.size())};
+    if (scanned > 0)
+      ev.metrics["scan.actionable_per_node"] = {
+          incidents / scanned, fmt::format("cluster.json: {:g} actionable incidents on {} scanned nodes", incidents, scanned)};
+  } catch (const json::exception& e) {
+    return fail("cluster.json: {}", e.what());
+  }
+  return ok();
+}
+
+Result<void> add_drill_doc(std::string_view text, Evidence& ev) {
+  try {
+    json doc;
+    if (auto p = parse_doc(text, "drill.json", "cmax.drill/", doc); !p) return p;
+    json* j = &doc;
+    const json& nodes = (*j)["nodes"];
+    if (!nodes.is_array()) return fail("drill.json: no nodes array");
+    struct Stage {
+      const char* stage;
+      const char* metric;
+    };
+    for (auto [stage, metric] : {Stage{"detected", "drill.detect_s"}, Stage{"drained", "drill.drain_s"},
+                                 Stage{"replaced", "drill.replace_s"}}) {
+      double worst = -1;
+      int measured = 0, never = 0;
+      for (const auto& n : nodes) {
+        if (!n.contains("stages") || !n["stages"].is_array()) continue;
+        for (const auto& s : n["stages"]) {
+          if (s.value("stage", std::string()) != stage) continue;
+          std::string verdict = s.value("verdict", std::string());
+          if (s.value("reached", false)) {
+            if (auto at = num(s, "at_ms")) {
+              worst = std::max(worst, *at / 1000.0);
+              ++measured;
+            }
+          } else if (verdict == "never") {
+            ++never;
+          }
+        }
+      }
+      if (never > 0)
+        ev.metrics[metric] = {std::numeric_limits<double>::infinity(),
+                              fmt::format("drill.json: {} never reached on {} node(s)", stage, never)};
+      else if (measured > 0)
+        ev.metrics[metric] = {worst, fmt::format("drill.json: {} after {:.1f} s (worst of {} node(s))", stage, worst, measured)};
+    }
+  } catch (const json::exception& e) {
+    return fail("drill.json: {}", e.what());
+  }
+  return ok();
+}
+
+Result<void> add_nccl_doc(std::string_view text, Evidence& ev) {
+  try {
+    json doc;
+    if (auto p = parse_doc(text, "nccl.json", "cmax.nccl/", doc); !p) return p;
+    json* j = &doc;
+    const json& runs = (*j)["runs"];
+    if (!runs.is_array()) return fail("nccl.json: no runs array");
+    int pass = 0, warn = 0, failed = 0;
+    std::optional<double> worst_ratio;
+    std::string worst_what;
+    for (const auto& r : runs) {
+      std::string v = r.value("verdict", std::string());
+      if (v == "pass") ++pass;
+      else if (v == "warn") ++warn;
+      else if (v == "fail") ++failed;
+      auto peak = num(r, "peak_busbw_gbps");
+      auto ref = r.contains("reference") ? num(r["reference"], "expected_busbw_gbps") : std::nullopt;
+      if (peak && ref && *ref > 0 && (!worst_ratio || *peak / *ref < *worst_ratio)) {
+        worst_ratio = *peak / *ref;
+        worst_what = fmt::format("{} on {} nodes: {:.1f} of {:.1f} GB/s", r.value("collective", std::string("?")),
+                                 num(r, "nodes").value_or(0), *peak, *ref);
+      }
+    }
+    int n = pass + warn + failed;
+    if (n > 0)
+      ev.metrics["nccl.pass_fraction"] = {(pass + 0.5 * warn) / n,
+                                          fmt::format("nccl.json: {} pass, {} warn, {} fail", pass, warn, failed)};
+    if (worst_ratio) ev.metrics["nccl.reference_ratio"] = {*worst_ratio, "nccl.json: worst run " + worst_what};
+  } catch (const json::exception& e) {
+    return fail("nccl.json: {}", e.what());
+  }
+  return ok();
+}
+
+Result<void> add_bench_doc(std::string_view text, Evidence& ev) {
+  try {
+    json doc;
+    if (auto p = parse_doc(text, "bench.json", "cmax.endpoint.bench/", doc); !p) return p;
+    json* j = &doc;
+    const json& overall = (*j)["overall"];
+    if (auto hr = num(overall, "cache_hit_rate"))
+      ev.metrics["endpoint.cache_hit_rate"] = {*hr, fmt::format("bench.json overall.cache_hit_rate ({})",
+                                                                overall.value("cache_source", std::string("?")))};
+    if (j->contains("cost") && (*j)["cost"].is_object())
+      if (auto r = num((*j)["cost"], "ratio_to_reference"))
+        ev.metrics["endpoint.cost_ratio"] = {*r, "bench.json cost.ratio_to_reference"};
+    auto req = num(overall, "requests"), ok_n = num(overall, "succeeded");
+    if (req && ok_n && *req > 0)
+      ev.metrics["endpoint.success_rate"] = {*ok_n / *req,
+                                             fmt::format("bench.json: {:g} of {:g} requests succeeded", *ok_n, *req)};
+  } catch (const json::exception& e) {
+    return fail("bench.json: {}", e.what());
+  }
+  return ok();
+}
+
+Result<void> add_sla_doc(std::string_view text, Evidence& ev) {
+  try {
+    json doc;
+    if (auto p = parse_doc(text, "sla.json", "cmax.sla/", doc); !p) return p;
+    json* j = &doc;
+    double hours = 0, down = 0;
+    if ((*j)["months"].is_array())
+      for (const auto& m : (*j)["months"]) {
+        if (!m.is_object() || !m.contains("totals")) continue;
+        const json& t = m["totals"];
+        hours += num(t, "gpu_hours").value_or(0) - num(t, "excluded_gpu_hours").value_or(0);
+        down += num(t, "down_gpu_hours").value_or(0);
+      }
+    if (hours > 0)
+      ev.metrics["sla.availability_percent"] = {
+          100.0 * (1.0 - down / hours), fmt::format("sla.json: {:g} down of {:g} GPU-hours", down, hours)};
+    if (auto c = num((*j)["summary"], "cancellation_rights"))
+      ev.metrics["sla.cancellation_rights"] = {*c, "sla.json summary.cancellation_rights"};
+  } catch (const json::exception& e) {
+    return fail("sla.json: {}", e.what());
+  }
+  return ok();
+}
+
+Result<void> add_scan_doc(std::string_view text, Evidence& ev) {
+  if (ev.metrics.count("scan.actionable_per_node")) return ok();  // a cluster run's per-node scans win
+  try {
+    json doc;
+    if (auto p = parse_doc(text, "scan.json", "cmax.scan/", doc); !p) return p;
+    json* j = &doc;
+    std::set<std::string> nodes;
+    int n = 0;
+    if ((*j)["incidents"].is_array())
+      for (const auto& inc : (*j)["incidents"]) {
+        nodes.insert(inc.value("node", std::string()));
+        if (!inc.value("resolved", false) && actionable(inc.value("action", std::string()))) ++n;
+      }
+    double per = nodes.empty() ? 0.0 : static_cast<double>(n) / static_cast<double>(nodes.size());
+    ev.metrics["scan.actionable_per_node"] = {
+        per, fmt::format("scan.json: {} actionable incidents on {} node(s)", n, std::max<std::size_t>(nodes.size(), 1))};
+  } catch (const json::exception& e) {
+    return fail("scan.json: {}", e.what());
+  }
+  return ok();
+}
+
+Result<void> add_check_active_doc(std::string_view text, Evidence& ev) {
+  for (const auto& f : ev.findings)
+    if (f.check_id.rfind("check.", 0) == 0) return ok();
+  try {
+    json doc;
+    if (auto p = parse_doc(text, "check-active.json", "cmax.check.active/", doc); !p) return p;
+    json* j = &doc;
+    if (!(*j)["results"].is_array()) return fail("check-active.json: no results array");
+    for (const auto& r : (*j)["results"]) {
+      audit::Finding f;
+      std::string id = r.value("id", std::string()), target = r.value("target", std::string());
+      f.check_id = target.empty() ? "check." + id : fmt::format("check.{}@{}", id, target);
+      f.category = audit::parse_category(r.value("category", std::string())).value_or(audit::Category::reliability);
+      f.outcome = audit::parse_outcome(r.value("outcome", std::string())).value_or(audit::Outcome::unverified);
+      f.title = r.value("title", id);
+      f.observed = r.value("summary", std::string());
+      f.reason = r.value("reason", std::string());
+      f.evidence_source = "check-active.json";
+      ev.findings.push_back(std::move(f));
+    }
+  } catch (const json::exception& e) {
+    return fail("check-active.json: {}", e.what());
+  }
+  return ok();
+}
+
+Result<void> add_attestations_doc(std::string_view text, Evidence& ev) {
+  try {
+    json doc;
+    if (auto p = parse_doc(text, "attestations.json", "cmax.attestations/", doc); !p) return p;
+    json* j = &doc;
+    if (!(*j)["attestations"].is_array()) return fail("attestations.json: no attestations array");
+    std::size_t i = 0;
+    for (const auto& a : (*j)["attestations"]) {
+      audit::Finding f;
+      std::string id = a.value("id", std::string());
+      auto cat = audit::parse_category(a.value("category", std::string()));
+      auto outcome = audit::parse_outcome(a.value("outcome", std::string()));
+      if (id.empty() || !cat || !outcome)
+        return fail("attestations.json: attestations[{}]: needs id, a ClusterMAX category and an outcome", i);
+      f.check_id = "attest." + id;
+      f.category = *cat;
+      f.outcome = *outcome;
+      f.title = a.value("title", id);
+      f.evidence_source = a.value("evidence", std::string());
+      f.reason = a.value("note", std::string());
+      f.remediation = a.value("remediation", std::string());
+      ev.findings.push_back(std::move(f));
+      ++i;
+    }
+  } catch (const json::exception& e) {
+    return fail("attestations.json: {}", e.what());
+  }
+  return ok();
+}
+
+Result<Evidence> read_evidence(const std::string& dir) {
+  auto report = report::read_run_dir(dir);
+  if (!report) return Unexpected<Error>{report.error()};
+  Evidence ev;
+  ev.dir = dir;
+  fs::path p = fs::path(dir).lexically_normal();
+  if (!p.has_filename()) p = p.parent_path();
+  ev.label = p.filename().string();
+  if (ev.label.empty() || ev.label == ".") ev.label = dir;
+  ev.host = report->host;
+  ev.findings = std::move(report->findings);
+  ev.documents.push_back("results.json");
+
+  struct Doc {
+    const char* file;
+    Result<void> (*add)(std::string_view, Evidence&);
+  };
+  // cluster.json before scan.json: a cluster run's per-node scans are the evidence of record.
+  const Doc docs[] = {{"cluster.json", add_cluster_doc}, {"check-active.json", add_check_active_doc},
+                      {"scan.json", add_scan_doc},       {"drill.json", add_drill_doc},
+                      {"nccl.json", add_nccl_doc},       {"bench.json", add_bench_doc},
+                      {"sla.json", add_sla_doc},         {"attestations.json", add_attestations_doc}};
+  for (const auto& d : docs) {
+    fs::path path = fs::path(dir) / d.file;
+    std::error_code ec;
+    if (!fs::is_regular_file(path, ec)) continue;
+    std::ifstream in(path, std::ios::binary);
+    if (!in) {
+      ev.warnings.push_back(fmt::format("open {}: {}", path.string(), std::strerror(errno)));
+      continue;
+    }
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    if (auto r = d.add(ss.str(), ev); !r)
+      ev.warnings.push_back(r.error().message + "; its evidence counts as missing");
+    else
+      ev.documents.push_back(d.file);
+  }
+  return ev;
+}
+
+}  // namespace cmax::score
