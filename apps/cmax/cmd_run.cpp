@@ -14,6 +14,7 @@
 
 #include "apps/cmax/audit_flags.h"
 #include "apps/cmax/command.h"
+#include "apps/cmax/report_page.h"
 #include "cluster/kube_fanout.h"
 #include "cluster/merge.h"
 #include "cluster/slurm_fanout.h"
@@ -96,6 +97,7 @@ int run_standalone(const RunState& s, const std::string& dir) {
   auto written = report::write_run_dir(*report, code, dir);
   if (!written) return environment_error(written.error().message);
 
+  const std::string report_line = write_run_report(*written);
   if (s.flags.json) {
     fmt::print("{}", report::audit_to_json(*report, code));
     return code;
@@ -103,8 +105,9 @@ int run_standalone(const RunState& s, const std::string& dir) {
   auto topt = to_terminal_options(s.flags);
   fmt::print("{}", report::render_audit_terminal(*report, code, topt));
   fmt::print("{}", report::render_scorecard_terminal(*report, topt));
-  fmt::print("\nRun directory: {}\n  results.json  cmax.db  security.sarif   (re-render: cmax audit review {})\n",
+  fmt::print("\nRun directory: {}\n  results.json  cmax.db  security.sarif  report.html   (re-render: cmax audit review {})\n",
              *written, *written);
+  fmt::print("{}", report_line);
   return code;
 }
 
@@ -129,6 +132,7 @@ int finish_cluster(const RunState& s, const std::string& dir, const std::string&
   auto written = cluster::write_cluster_run_dir(run, code, dir);
   if (!written) return environment_error(written.error().message);
 
+  const std::string report_line = write_run_report(*written);
   if (s.flags.json) {
     fmt::print("{}", cluster::cluster_to_json(run, code));
     return code;
@@ -139,7 +143,8 @@ int finish_cluster(const RunState& s, const std::string& dir, const std::string&
   auto aggregate = cluster::aggregate_report(run);
   if (s.flags.verbosity > 0) fmt::print("\n{}", report::render_audit_terminal(aggregate, code, topt));
   fmt::print("{}", report::render_scorecard_terminal(aggregate, topt));
-  fmt::print("\nRun directory: {}\n  cluster.json  results.json  cmax.db  security.sarif  nodes/  fanout.log\n", *written);
+  fmt::print("\nRun directory: {}\n  cluster.json  results.json  cmax.db  security.sarif  report.html  nodes/  fanout.log\n", *written);
+  fmt::print("{}", report_line);
   return code;
 }
 

@@ -29,6 +29,7 @@ Runner setup_nccl(CLI::App& sub);
 Runner setup_endpoint(CLI::App& sub);
 Runner setup_sla(CLI::App& sub);
 Runner setup_score(CLI::App& sub);
+Runner setup_report(CLI::App& sub);
 Runner setup_version(CLI::App& sub);
 
 /// True when stdout is a terminal (colour, progress lines).

@@ -37,6 +37,7 @@ const Command kCommands[] = {
     {"endpoint", "Inference endpoints: simulate routing policies and prefix caches over a request trace", setup_endpoint},
     {"sla", "SLA accounting: downtime, availability, credits and cancellation rights per month", setup_sla},
     {"score", "Score the ten ClusterMAX categories from run directories: tier, reasons, what moves it up", setup_score},
+    {"report", "Write one self-contained HTML report of run directories: scorecard, findings, charts", setup_report},
     {"version", "Print the cmax version", setup_version},
 };
 

@@ -1,0 +1,337 @@
+#include "html/charts.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <iterator>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "core/svg_text.h"
+
+namespace cmax::html {
+namespace {
+
+using core::xml_text;
+
+// A palette that stays apart in print and for the common colour-vision deficiencies.
+constexpr std::array<std::string_view, 8> kPalette{"#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd",
+                                                   "#8c564b", "#e377c2", "#7f7f7f", "#17becf"};
+constexpr std::string_view kFail = "#d62728", kWarn = "#f0a30a", kPass = "#2ca02c", kUnverified = "#9e9e9e",
+                           kNotApplicable = "#d9d9d9", kGrid = "#e0e0e0", kInk = "#333333";
+
+void open_svg(std::string& out, double w, double h, std::string_view name, std::string_view label) {
+  fmt::format_to(std::back_inserter(out),
+                 "<svg xmlns=\"http://www.w3.org/2000/svg\" data-chart=\"{2}\" width=\"{0:.0f}\" height=\"{1:.0f}\" "
+                 "viewBox=\"0 0 {0:.0f} {1:.0f}\" font-family=\"sans-serif\" font-size=\"12\" role=\"img\" "
+                 "aria-label=\"{3}\">\n<rect width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>\n",
+                 w, h, name, xml_text(label));
+}
+
+void text(std::string& out, double x, double y, std::string_view s, std::string_view anchor = "start",
+          std::string_view fill = kInk, std::string_view extra = "") {
+  fmt::format_to(std::back_inserter(out), "<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"{}\" fill=\"{}\"{}>{}</text>\n",
+                 x, y, anchor, fill, extra, xml_text(s));
+}
+
+void rect(std::string& out, double x, double y, double w, double h, std::string_view fill,
+          std::string_view cls = "", std::string_view title = "") {
+  fmt::format_to(std::back_inserter(out), "<rect{}{}{} x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" fill=\"{}\"",
+                 cls.empty() ? "" : " class=\"", cls, cls.empty() ? "" : "\"", x, y, std::max(w, 0.0),
+                 std::max(h, 0.0), fill);
+  if (title.empty()) {
+    out += "/>\n";
+  } else {
+    out += "><title>";
+    core::append_xml_text(out, title);
+    out += "</title></rect>\n";
+  }
+}
+
+std::string no_data(std::string_view name, std::string_view why) {
+  std::string out;
+  open_svg(out, 640, 80, name, why);
+  text(out, 320, 45, why, "middle", "#777777");
+  out += "</svg>\n";
+  return out;
+}
+
+// "1.5 s", "250 ms", "12 min" for a duration in ms.
+std::string duration_label(double ms) {
+  if (ms < 1000) return fmt::format("{:.0f} ms", ms);
+  if (ms < 120000) return fmt::format("{:g} s", std::round(ms / 100) / 10);
+  return fmt::format("{:g} min", std::round(ms / 6000) / 10);
+}
+
+}  // namespace
+
+std::string tag_chart(std::string_view svg, std::string_view name) {
+  std::string out(svg);
+  auto at = out.find("<svg");
+  if (at == std::string::npos) return out;
+  out.insert(at + 4, fmt::format(" data-chart=\"{}\"", xml_text(name)));
+  return out;
+}
+
+std::string svg_scorecard(const std::vector<const score::ScoreCard*>& cards, const score::Rubric& rubric) {
+  if (cards.empty()) return no_data("scorecard", "no run scored");
+  const double label_w = 150, right = 120, plot_w = 480, top = 48, bar_h = 14, gap = 3;
+  const double group_h = cards.size() * (bar_h + gap) + 10;
+  const double w = label_w + plot_w + right, h = top + audit::kCategoryCount * group_h + 30;
+  std::string out;
+  open_svg(out, w, h, "scorecard", "category scores, 0 to 100");
+  auto px = [&](double v) { return label_w + std::clamp(v, 0.0, 100.0) / 100 * plot_w; };
+  // Grid and tier lines.
+  out += "<g class=\"grid\">\n";
+  for (int v = 0; v <= 100; v += 25) {
+    fmt::format_to(std::back_inserter(out), "<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{0:.1f}\" y2=\"{2:.1f}\" stroke=\"{3}\"/>\n",
+                   px(v), top - 4, h - 24, kGrid);
+    text(out, px(v), h - 10, fmt::format("{}", v), "middle", "#555555");
+  }
+  for (const auto& t : rubric.tiers) {
+    if (t.min_total <= 0) continue;
+    fmt::format_to(std::back_inserter(out),
+                   "<line class=\"tier\" x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{0:.1f}\" y2=\"{2:.1f}\" stroke=\"#999999\" "
+                   "stroke-dasharray=\"3 3\"/>\n",
+                   px(t.min_total), top - 14, h - 24);
+    text(out, px(t.min_total), top - 17, t.name, "middle", "#777777", " font-size=\"10\"");
+  }
+  out += "</g>\n";
+  for (int c = 0; c < audit::kCategoryCount; ++c) {
+    const double gy = top + c * group_h;
+    const auto cat = static_cast<audit::Category>(c);
+    text(out, label_w - 8, gy + group_h / 2 + 2, audit::category_title(cat), "end");
+    for (std::size_t r = 0; r < cards.size(); ++r) {
+      const double y = gy + 4 + r * (bar_h + gap);
+      const auto& cs = cards[r]->categories[static_cast<std::size_t>(c)];
+      const std::string_view color = kPalette[r % kPalette.size()];
+      if (!cs.score) {
+        rect(out, px(0), y, plot_w, bar_h, "#f5f5f5", "bar none",
+             fmt::format("{}: {} not evaluated (no evidence)", cards[r]->label, audit::category_title(cat)));
+        text(out, px(0) + 6, y + bar_h - 3, "not evaluated", "start", "#888888", " font-size=\"11\"");
+        continue;
+      }
+      // Opacity follows confidence: a score on little evidence is drawn lighter.
+      fmt::format_to(std::back_inserter(out),
+                     "<rect class=\"bar\" x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" fill=\"{}\" "
+                     "fill-opacity=\"{:.2f}\"><title>",
+                     px(0), y, px(*cs.score) - px(0), bar_h, color, 0.35 + 0.65 * cs.confidence);
+      core::append_xml_text(out, fmt::format("{}: {} {:.1f} (confidence {:.0f}%)", cards[r]->label,
+                                             audit::category_title(cat), *cs.score, cs.confidence * 100));
+      out += "</title></rect>\n";
+      text(out, px(*cs.score) + 4, y + bar_h - 3, fmt::format("{:.0f} · {:.0f}%", *cs.score, cs.confidence * 100),
+           "start", kInk, " font-size=\"11\"");
+    }
+  }
+  if (cards.size() > 1) {
+    double ly = 8;
+    for (std::size_t r = 0; r < cards.size(); ++r, ly += 14) {
+      rect(out, w - right + 8, ly, 10, 10, kPalette[r % kPalette.size()]);
+      text(out, w - right + 22, ly + 9, cards[r]->label, "start", kInk, " font-size=\"11\"");
+    }
+  }
+  text(out, 8, 14, "score 0-100 · confidence (bar opacity) · dashed: the tiers' minimum total", "start",
+       "#555555", " font-size=\"11\"");
+  out += "</svg>\n";
+  return out;
+}
+
+std::string svg_findings(const std::vector<audit::Finding>& findings) {
+  if (findings.empty()) return no_data("findings", "no findings");
+  struct Counts {
+    std::array<int, 5> by{};  // pass warn fail not_applicable unverified (audit::Outcome order)
+    int total() const { return by[0] + by[1] + by[2] + by[3] + by[4]; }
+  };
+  std::array<Counts, audit::kCategoryCount> counts{};
+  for (const auto& f : findings)
+    ++counts[static_cast<std::size_t>(f.category)].by[static_cast<std::size_t>(f.outcome)];
+  int most = 1;
+  for (const auto& c : counts) most = std::max(most, c.total());
+  const double label_w = 150, plot_w = 480, right = 60, top = 30, row = 22;
+  const double w = label_w + plot_w + right, h = top + audit::kCategoryCount * row + 16;
+  std::string out;
+  open_svg(out, w, h, "findings", "findings per category by outcome");
+  // Drawn in the order a reader acts on them.
+  struct Part {
+    audit::Outcome outcome;
+    std::string_view color, name;
+  };
+  constexpr std::array<Part, 5> kParts{Part{audit::Outcome::fail, kFail, "fail"}, Part{audit::Outcome::warn, kWarn, "warn"},
+                                       Part{audit::Outcome::unverified, kUnverified, "unverified"},
+                                       Part{audit::Outcome::pass, kPass, "pass"},
+                                       Part{audit::Outcome::not_applicable, kNotApplicable, "not applicable"}};
+  double lx = label_w;
+  for (const auto& p : kParts) {
+    rect(out, lx, 8, 10, 10, p.color);
+    text(out, lx + 14, 17, p.name, "start", kInk, " font-size=\"11\"");
+    lx += 24 + 7.0 * static_cast<double>(p.name.size());
+  }
+  for (int c = 0; c < audit::kCategoryCount; ++c) {
+    const auto cat = static_cast<audit::Category>(c);
+    const double y = top + c * row;
+    text(out, label_w - 8, y + 14, audit::category_title(cat), "end");
+    double x = label_w;
+    const auto& k = counts[static_cast<std::size_t>(c)];
+    for (const auto& p : kParts) {
+      int n = k.by[static_cast<std::size_t>(p.outcome)];
+      if (n == 0) continue;
+      double bw = plot_w * n / most;
+      rect(out, x, y + 3, bw, row - 6, p.color, std::string("seg ") + std::string(p.name),
+           fmt::format("{}: {} {}", audit::category_title(cat), n, p.name));
+      x += bw;
+    }
+    text(out, x + 4, y + 14, k.total() ? fmt::format("{}", k.total()) : "none", "start", "#555555", " font-size=\"11\"");
+  }
+  out += "</svg>\n";
+  return out;
+}
+
+std::string svg_drill_timeline(const DrillView& drill) {
+  if (drill.nodes.empty()) return no_data("drill", "no drilled nodes");
+  struct StageStyle {
+    std::string_view stage, color;
+  };
+  constexpr std::array<StageStyle, 4> kStages{StageStyle{"detected", "#1f77b4"}, StageStyle{"drained", "#ff7f0e"},
+                                              StageStyle{"replaced", "#2ca02c"}, StageStyle{"returned", "#9467bd"}};
+  auto color_of = [&](std::string_view s) -> std::string_view {
+    for (const auto& k : kStages)
+      if (k.stage == s) return k.color;
+    return "#7f7f7f";
+  };
+  double x_max = 0;
+  bool any_never = false;
+  for (const auto& n : drill.nodes)
+    for (const auto& s : n.stages) {
+      if (s.reached) x_max = std::max(x_max, s.at_ms);
+      if (s.verdict == "never" || s.verdict == "slow") {
+        any_never = any_never || s.verdict == "never";
+        if (s.threshold_ms) x_max = std::max(x_max, *s.threshold_ms);
+      }
+    }
+  x_max = x_max <= 0 ? 1000 : x_max * 1.08;
+  const double label_w = 120, plot_w = 560, right = 90, top = 40, row = 30;
+  const double w = label_w + plot_w + right, h = top + drill.nodes.size() * row + 40;
+  auto px = [&](double ms) { return label_w + std::clamp(ms / x_max, 0.0, 1.0) * plot_w; };
+  std::string out;
+  open_svg(out, w, h, "drill", "drill timeline: time from injection to each stage, per node");
+  // Axis: ~6 ticks of a nice step.
+  const double step = core::nice_tick_step(x_max);
+  for (double t = 0; t <= x_max + 1e-9; t += step) {
+    fmt::format_to(std::back_inserter(out), "<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{0:.1f}\" y2=\"{2:.1f}\" stroke=\"{3}\"/>\n",
+                   px(t), top - 6, h - 34, kGrid);
+    text(out, px(t), h - 20, duration_label(t), "middle", "#555555", " font-size=\"11\"");
+  }
+  text(out, label_w + plot_w / 2, h - 4, "time after the injection began", "middle", "#555555", " font-size=\"11\"");
+  double lx = label_w;
+  for (const auto& k : kStages) {
+    fmt::format_to(std::back_inserter(out), "<circle cx=\"{:.1f}\" cy=\"13\" r=\"5\" fill=\"{}\"/>\n", lx + 5, k.color);
+    text(out, lx + 14, 17, k.stage, "start", kInk, " font-size=\"11\"");
+    lx += 30 + 7.0 * static_cast<double>(k.stage.size());
+  }
+  if (any_never) text(out, lx, 17, "✕ never seen", "start", kFail, " font-size=\"11\"");
+  for (std::size_t i = 0; i < drill.nodes.size(); ++i) {
+    const auto& n = drill.nodes[i];
+    const double cy = top + i * row + row / 2;
+    text(out, label_w - 8, cy + 4, n.node, "end");
+    fmt::format_to(std::back_inserter(out), "<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#cccccc\"/>\n",
+                   px(0), cy, px(x_max), cy);
+    if (!n.error.empty()) {
+      text(out, px(0) + 6, cy + 4, "injection failed: " + n.error, "start", kFail, " font-size=\"11\"");
+      continue;
+    }
+    double never_x = px(x_max) + 6;
+    for (const auto& s : n.stages) {
+      const std::string_view color = color_of(s.stage);
+      if (s.reached) {
+        // The stage happened somewhere in (lower_ms, at_ms]: the band; the dot is when it was seen.
+        rect(out, px(s.lower_ms), cy - 5, std::max(px(s.at_ms) - px(s.lower_ms), 1.0), 10, color, "uncertainty",
+             fmt::format("{} {}: between {} and {}", n.node, s.stage, duration_label(s.lower_ms), duration_label(s.at_ms)));
+        fmt::format_to(std::back_inserter(out),
+                       "<circle class=\"stage {}\" cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"6\" fill=\"{}\" stroke=\"{}\" "
+                       "stroke-width=\"{}\"><title>",
+                       xml_text(s.stage), px(s.at_ms), cy, color, s.verdict == "slow" ? kFail : "#ffffff",
+                       s.verdict == "slow" ? 3 : 1);
+        core::append_xml_text(out, fmt::format("{} {} at {} ({}){}{}", n.node, s.stage, duration_label(s.at_ms),
+                                               s.verdict, s.how.empty() ? "" : ": ", s.how));
+        out += "</title></circle>\n";
+      } else if (s.verdict == "never") {
+        text(out, never_x, cy + 4, "✕ " + s.stage, "start", kFail, " font-size=\"11\" class=\"never\"");
+        never_x += 14 + 7.0 * static_cast<double>(s.stage.size());
+      }
+      if (s.threshold_ms && (s.verdict == "slow" || s.verdict == "never"))
+        fmt::format_to(std::back_inserter(out),
+                       "<line class=\"threshold\" x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{0:.1f}\" y2=\"{2:.1f}\" "
+                       "stroke=\"{3}\" stroke-dasharray=\"2 2\"/>\n",
+                       px(*s.threshold_ms), cy - 10, cy + 10, kFail);
+    }
+  }
+  out += "</svg>\n";
+  return out;
+}
+
+std::string svg_availability(const SlaView& sla) {
+  if (sla.months.empty()) return no_data("availability", "no months in sla.json");
+  const std::size_t months = sla.months.size();
+  const double label_w = 150, top = 44, row = 24;
+  const double cell_w = months <= 12 ? 52 : std::max(18.0, 624.0 / static_cast<double>(months));
+  const std::size_t rows = 1 + sla.entities.size();
+  const double w = label_w + months * cell_w + 20, h = top + rows * row + 34;
+  std::string out;
+  open_svg(out, w, h, "availability", "availability per month against the target");
+  for (std::size_t m = 0; m < months; ++m) {
+    // "2026-04" -> "Apr" with the year on January and the first column.
+    static constexpr std::array<std::string_view, 12> kMonth{"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                                             "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+    const std::string& key = sla.months[m];
+    std::string label = key;
+    if (key.size() == 7) {
+      int mm = (key[5] - '0') * 10 + (key[6] - '0');
+      if (mm >= 1 && mm <= 12) label = std::string(kMonth[static_cast<std::size_t>(mm - 1)]);
+      if (m == 0 || mm == 1) text(out, label_w + m * cell_w + 2, top - 22, key.substr(0, 4), "start", "#555555",
+                                  " font-size=\"10\"");
+    }
+    text(out, label_w + (m + 0.5) * cell_w, top - 6, cell_w >= 30 ? label : label.substr(0, 1), "middle", "#555555",
+         " font-size=\"11\"");
+  }
+  auto draw_row = [&](const SlaRow& r, std::size_t i, bool total) {
+    const double y = top + i * row;
+    text(out, label_w - 8, y + 16, r.name, "end", kInk, total ? " font-weight=\"bold\"" : "");
+    for (std::size_t m = 0; m < months; ++m) {
+      const double x = label_w + m * cell_w;
+      const auto& c = m < r.cells.size() ? r.cells[m] : std::optional<SlaCell>();
+      std::string_view fill = "#e8f5e9";  // no downtime that month
+      std::string cls = "cell clean", title = fmt::format("{} {}: no downtime", r.name, sla.months[m]);
+      std::string label;
+      if (c) {
+        const bool met = c->availability_percent >= sla.target_percent;
+        fill = c->credit > 0 ? "#e57373" : !met ? "#ffb74d" : c->down_gpu_hours > 0 ? "#a5d6a7" : "#e8f5e9";
+        cls = c->credit > 0 ? "cell credited" : !met ? "cell below" : "cell met";
+        label = c->availability_percent >= 99.995 ? "100" : fmt::format("{:.2f}", c->availability_percent);
+        title = fmt::format("{} {}: {:.4f}% available, {:g} GPU-h down, {:g} excluded{}", r.name, sla.months[m],
+                            c->availability_percent, c->down_gpu_hours, c->excluded_gpu_hours,
+                            c->credit > 0 ? fmt::format(", credit {:.2f} {}", c->credit, sla.currency) : "");
+      }
+      rect(out, x + 1, y + 1, cell_w - 2, row - 2, fill, cls, title);
+      if (!label.empty() && cell_w >= 40) text(out, x + cell_w / 2, y + 16, label, "middle", kInk, " font-size=\"10\"");
+    }
+  };
+  draw_row(sla.total, 0, true);
+  for (std::size_t i = 0; i < sla.entities.size(); ++i) draw_row(sla.entities[i], i + 1, false);
+  const double ly = h - 14;
+  struct Key {
+    std::string_view fill, name;
+  };
+  double lx = label_w;
+  for (const auto& k : {Key{"#e8f5e9", "no downtime"}, Key{"#a5d6a7", "downtime, target met"},
+                        Key{"#ffb74d", "below target"}, Key{"#e57373", "credit owed"}}) {
+    rect(out, lx, ly - 9, 10, 10, k.fill);
+    text(out, lx + 14, ly, k.name, "start", kInk, " font-size=\"11\"");
+    lx += 30 + 6.2 * static_cast<double>(k.name.size());
+  }
+  text(out, lx, ly, fmt::format("target {:g}%", sla.target_percent), "start", "#555555", " font-size=\"11\"");
+  out += "</svg>\n";
+  return out;
+}
+
+}  // namespace cmax::html

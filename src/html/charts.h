@@ -1,0 +1,35 @@
+#pragma once
+// The report's own charts as inline SVG (no scripts, no external references, text XML-escaped),
+// each tagged data-chart="NAME" so a reader (and the Chromium test) can find it. Pure.
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "audit/model.h"
+#include "html/views.h"
+#include "score/rubric.h"
+#include "score/scorer.h"
+
+namespace cmax::html {
+
+/// Category scores as horizontal bars, one bar per run in a fixed palette, the tiers' min_total as
+/// dashed lines; a category not evaluated is written as such, never drawn as 0. data-chart="scorecard".
+std::string svg_scorecard(const std::vector<const score::ScoreCard*>& cards, const score::Rubric& rubric);
+
+/// Findings per category by outcome (fail, warn, unverified, pass, not applicable) as stacked
+/// bars of counts. data-chart="findings".
+std::string svg_findings(const std::vector<audit::Finding>& findings);
+
+/// One row per drilled node: when each stage was first seen after the injection, the interval it
+/// happened in (lower_ms, at_ms], thresholds, and stages never reached. data-chart="drill".
+std::string svg_drill_timeline(const DrillView& drill);
+
+/// A calendar of months: the total and the worst entities, each month coloured by availability
+/// against the target, credits and cancellation months marked. data-chart="availability".
+std::string svg_availability(const SlaView& sla);
+
+/// `svg` (an <svg ...> element) with data-chart="NAME" added to its root element.
+std::string tag_chart(std::string_view svg, std::string_view name);
+
+}  // namespace cmax::html

@@ -1,0 +1,493 @@
+#include "html/page.h"
+
+#include <algorithm>
+#include <array>
+#include <iterator>
+
+#include <fmt/format.h>
+
+#include "core/svg_text.h"
+#include "html/charts.h"
+#include "score/compare.h"
+
+namespace cmax::html {
+namespace {
+
+using core::xml_text;
+
+// Kept short and dependency-free: system fonts, one column that narrows to a phone, tables that
+// scroll sideways instead of overflowing, charts that scale, and a print layout without the nav.
+constexpr std::string_view kStyle = R"css(
+:root{--ink:#222;--muted:#666;--line:#ddd;--fail:#d62728;--warn:#b26a00;--pass:#2c7a2c;--unv:#777}
+*{box-sizing:border-box}
+body{margin:0 auto;max-width:1080px;padding:16px;font:15px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:var(--ink);background:#fff}
+h1{font-size:1.6em;margin:.2em 0}h2{font-size:1.35em;border-bottom:2px solid var(--ink);padding-bottom:.2em;margin-top:1.6em}
+h3{font-size:1.1em;margin-top:1.4em}
+.meta,.note{color:var(--muted);font-size:.9em}
+nav{font-size:.9em;margin:.5em 0 1em}nav a{margin-right:.8em;white-space:nowrap}
+a{color:#1f5fa8}
+.chart{margin:.6em 0;overflow-x:auto}.chart svg{max-width:100%;height:auto;display:block}
+.scroll{overflow-x:auto}
+table{border-collapse:collapse;font-size:.9em;margin:.4em 0}th,td{border-bottom:1px solid var(--line);padding:3px 8px;text-align:left;vertical-align:top}
+th{background:#f4f4f4}td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
+.tier{display:inline-block;font-size:1.25em;font-weight:600;padding:.25em .7em;border-radius:6px;background:#eee;margin:.3em 0}
+.tier.Platinum{background:#e5e4e2}.tier.Gold{background:#f6e27a}.tier.Silver{background:#d7dbe0}.tier.Bronze{background:#e3b98f}.tier.Underperform{background:#f4b4b4}
+.outcome{display:inline-block;min-width:5.5em;font-weight:600;font-size:.8em;text-transform:uppercase}
+.fail .outcome,.o-fail{color:var(--fail)}.warn .outcome,.o-warn{color:var(--warn)}.pass .outcome,.o-pass{color:var(--pass)}.unverified .outcome,.o-unverified,.o-not_applicable{color:var(--unv)}
+article.finding{border-left:4px solid var(--line);padding:.3em .8em;margin:.6em 0;background:#fafafa}
+article.finding.fail{border-color:var(--fail)}article.finding.warn{border-color:#f0a30a}
+article.finding h4{margin:.1em 0;font-size:1em}article.finding code{font-size:.9em}
+dl{display:grid;grid-template-columns:max-content 1fr;gap:.1em .8em;margin:.3em 0}dt{color:var(--muted)}dd{margin:0;overflow-wrap:anywhere}
+pre.wide{white-space:pre;overflow-wrap:normal}pre{white-space:pre-wrap;overflow-wrap:anywhere;font-size:.85em;background:#f6f6f6;padding:.4em}
+details{margin:.5em 0}summary{cursor:pointer;color:#1f5fa8}
+ul.warnings li{color:var(--warn)}
+@media (max-width:600px){body{padding:8px;font-size:14px}dl{grid-template-columns:1fr}dt{font-weight:600}}
+@media print{nav{display:none}body{max-width:none;padding:0;font-size:11pt}section.run{break-before:page}.chart,article.finding,table{break-inside:avoid}a{color:inherit;text-decoration:none}}
+)css";
+
+class Writer {
+ public:
+  Page page;
+
+  void raw(std::string_view s) { page.html += s; }
+  void esc(std::string_view s) { core::append_xml_text(page.html, s); }
+  template <typename... Args>
+  void f(fmt::format_string<Args...> format, Args&&... args) {
+    fmt::format_to(std::back_inserter(page.html), format, std::forward<Args>(args)...);
+  }
+  // A chart already tagged data-chart=NAME (the report's own, or a stage's tagged here).
+  void chart(std::string_view svg, std::string_view name, std::string_view caption) {
+    page.charts.emplace_back(name);
+    raw("<figure class=\"chart\">\n");
+    raw(svg);
+    if (!caption.empty()) {
+      raw("<figcaption class=\"note\">");
+      esc(caption);
+      raw("</figcaption>\n");
+    }
+    raw("</figure>\n");
+  }
+  void section_start(const std::string& id, std::string_view title, int level) {
+    page.sections.push_back(id);
+    f("<h{} id=\"{}\">", level, id);
+    esc(title);
+    f("</h{}>\n", level);
+  }
+  void kv(std::string_view key, std::string_view value) {
+    if (value.empty()) return;
+    raw("<dt>");
+    esc(key);
+    raw("</dt><dd>");
+    esc(value);
+    raw("</dd>\n");
+  }
+};
+
+std::string pct(double v) { return fmt::format("{:.0f}%", v * 100); }
+
+std::string score_text(const std::optional<double>& s) { return s ? fmt::format("{:.1f}", *s) : "--"; }
+
+constexpr std::array<audit::Outcome, 5> kOutcomeOrder{audit::Outcome::fail, audit::Outcome::warn,
+                                                      audit::Outcome::unverified, audit::Outcome::pass,
+                                                      audit::Outcome::not_applicable};
+
+void finding_article(Writer& w, const audit::Finding& f) {
+  const auto outcome = audit::to_string(f.outcome);
+  w.f("<article class=\"finding {}\"><h4><span class=\"outcome\">{}</span> <code>", outcome, outcome);
+  w.esc(f.check_id);
+  w.raw("</code> ");
+  w.esc(f.title);
+  w.raw("</h4>\n<dl>\n");
+  w.kv("category", audit::category_title(f.category));
+  w.kv("observed", f.observed);
+  w.kv("expected", f.expected);
+  if (!f.evidence_source.empty() || !f.evidence_value.empty())
+    w.kv("evidence", f.evidence_value.empty() ? f.evidence_source
+                                              : fmt::format("{}: {}", f.evidence_source, f.evidence_value));
+  w.kv("why", f.reason);
+  w.kv("what to do", f.remediation);
+  w.kv("criterion", f.criterion);
+  if (!f.cves.empty()) {
+    std::string cves;
+    for (const auto& c : f.cves) cves += (cves.empty() ? "" : ", ") + c;
+    w.kv("CVEs", cves);
+  }
+  if (!f.links.empty()) {
+    w.raw("<dt>links</dt><dd>");
+    for (const auto& l : f.links) {
+      // Links are for the reader to follow; nothing is fetched (the page's CSP forbids it).
+      w.raw("<a rel=\"noreferrer\" href=\"");
+      w.esc(l);
+      w.raw("\">");
+      w.esc(l);
+      w.raw("</a> ");
+    }
+    w.raw("</dd>\n");
+  }
+  w.raw("</dl></article>\n");
+}
+
+void findings_section(Writer& w, const RunReport& r, const std::string& id) {
+  w.section_start(id, fmt::format("Findings ({})", r.findings.size()), 3);
+  if (r.findings.empty()) {
+    w.raw("<p class=\"note\">results.json holds no findings.</p>\n");
+    return;
+  }
+  w.chart(svg_findings(r.findings), "findings", "Findings per category, by outcome (hover a segment for counts).");
+  std::array<std::vector<const audit::Finding*>, 5> by{};
+  for (const auto& f : r.findings) by[static_cast<std::size_t>(f.outcome)].push_back(&f);
+  for (auto& v : by)
+    std::stable_sort(v.begin(), v.end(), [](const audit::Finding* a, const audit::Finding* b) {
+      return a->category != b->category ? a->category < b->category : a->check_id < b->check_id;
+    });
+  for (auto o : {audit::Outcome::fail, audit::Outcome::warn})
+    for (const auto* f : by[static_cast<std::size_t>(o)]) finding_article(w, *f);
+  // The rest as compact tables: unverified says what evidence is missing, pass what was seen.
+  for (auto o : {audit::Outcome::unverified, audit::Outcome::pass, audit::Outcome::not_applicable}) {
+    const auto& v = by[static_cast<std::size_t>(o)];
+    if (v.empty()) continue;
+    w.f("<details class=\"o-{0}\"{1}><summary>{2} {0}</summary>\n<div class=\"scroll\"><table><tr><th>check</th>"
+        "<th>category</th><th>title</th><th>observed</th><th>evidence</th><th>why</th></tr>\n",
+        audit::to_string(o), o == audit::Outcome::unverified ? " open" : "", v.size());
+    for (const auto* f : v) {
+      w.raw("<tr><td><code>");
+      w.esc(f->check_id);
+      w.raw("</code></td><td>");
+      w.esc(audit::category_title(f->category));
+      w.raw("</td><td>");
+      w.esc(f->title);
+      w.raw("</td><td>");
+      w.esc(f->observed);
+      w.raw("</td><td>");
+      w.esc(f->evidence_source);
+      w.raw("</td><td>");
+      w.esc(f->reason);
+      w.raw("</td></tr>\n");
+    }
+    w.raw("</table></div></details>\n");
+  }
+}
+
+void scorecard_section(Writer& w, const RunReport& r, const score::Rubric& rubric, const std::string& id) {
+  const auto& c = r.card;
+  w.section_start(id, "Scorecard", 3);
+  w.f("<div class=\"tier {}\">{} · {} · confidence {}</div>\n", xml_text(c.tier), xml_text(c.tier),
+      score_text(c.total), pct(c.confidence));
+  if (!c.tier_reasons.empty()) {
+    w.raw("<ul>\n");
+    for (const auto& reason : c.tier_reasons) {
+      w.raw("<li>");
+      w.esc(reason);
+      w.raw("</li>\n");
+    }
+    w.raw("</ul>\n");
+  }
+  w.chart(svg_scorecard({&c}, rubric), "scorecard",
+          fmt::format("Rubric {} {} ({}): docs/score.md gives the formulas; missing evidence lowers the confidence, "
+                      "never the score.",
+                      rubric.name, rubric.version, rubric.origin));
+  if (!c.move_up.empty()) {
+    w.f("<h4>What would move this cluster up{}</h4>\n<ol>\n",
+        c.next_tier ? fmt::format(" to {} ({:.1f} points short)", xml_text(*c.next_tier), c.needed) : "");
+    std::size_t shown = 0;
+    for (const auto& s : c.move_up) {
+      if (++shown > 12) break;
+      w.raw("<li>");
+      w.esc(s.text);
+      if (s.kind == score::Suggestion::Kind::fix && s.gain > 0) w.f(" <span class=\"note\">(+{:.1f} points)</span>", s.gain);
+      if (s.kind == score::Suggestion::Kind::evidence && s.confidence_gain > 0)
+        w.f(" <span class=\"note\">(+{} confidence)</span>", pct(s.confidence_gain));
+      w.raw("</li>\n");
+    }
+    w.raw("</ol>\n");
+  }
+  w.raw("<details><summary>Every rubric item and its evidence</summary>\n<div class=\"scroll\"><table><tr><th>category</th>"
+        "<th>item</th><th class=\"num\">weight</th><th class=\"num\">points</th><th>why</th></tr>\n");
+  for (const auto& cat : c.categories)
+    for (const auto& item : cat.items) {
+      w.raw("<tr><td>");
+      w.esc(audit::category_title(cat.category));
+      w.raw("</td><td>");
+      w.esc(item.title.empty() ? item.id : item.title);
+      w.f("</td><td class=\"num\">{:g}</td><td class=\"num\">{}</td><td>", item.weight, score_text(item.points));
+      w.esc(item.reason);
+      w.raw("</td></tr>\n");
+    }
+  w.raw("</table></div></details>\n");
+}
+
+void cluster_section(Writer& w, const ClusterView& v, const std::string& id) {
+  w.section_start(id, fmt::format("Nodes ({}, {})", v.nodes.size(), v.harness), 3);
+  w.raw("<div class=\"scroll\"><table><tr><th>node</th><th>status</th><th class=\"num\">s</th><th class=\"num\">pass</th>"
+        "<th class=\"num\">warn</th><th class=\"num\">fail</th><th>kernel log</th><th>failing / why</th></tr>\n");
+  for (const auto& n : v.nodes) {
+    w.raw("<tr><td>");
+    w.esc(n.node);
+    w.f("</td><td class=\"{}\">", n.status == "ok" ? "o-pass" : "o-fail");
+    w.esc(n.status);
+    w.f("</td><td class=\"num\">{:.2f}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td>",
+        n.seconds, n.pass, n.warn, n.fail);
+    w.esc(n.worst_action.empty() ? "-" : n.worst_action);
+    w.raw("</td><td>");
+    std::string why = n.detail;
+    for (const auto& x : n.failing) why += (why.empty() ? "" : ", ") + x;
+    w.esc(why);
+    w.raw("</td></tr>\n");
+  }
+  w.raw("</table></div>\n");
+}
+
+void scan_section(Writer& w, const ScanView& v, const std::string& id) {
+  w.section_start(id, fmt::format("Kernel log ({} incidents, {} need action)", v.total, v.actionable), 3);
+  if (!v.sources.empty()) {
+    std::string s;
+    for (const auto& x : v.sources) s += (s.empty() ? "" : ", ") + x;
+    w.raw("<p class=\"note\">Read: ");
+    w.esc(s);
+    w.raw("</p>\n");
+  }
+  if (v.incidents.empty()) {
+    w.raw("<p>No incidents.</p>\n");
+    return;
+  }
+  constexpr std::size_t kRowsOpen = 25;  // the rest, milder, behind a click
+  const char* header =
+      "<div class=\"scroll\"><table><tr><th>node</th><th>kind</th><th>code</th><th>device</th><th>action</th>"
+      "<th class=\"num\">count</th><th>first / last seen</th><th>sample</th></tr>\n";
+  w.raw(header);
+  for (std::size_t n = 0; n < v.incidents.size(); ++n) {
+    const auto& i = v.incidents[n];
+    if (n == kRowsOpen) {
+      w.f("</table></div>\n<details><summary>{} more, milder or resolved</summary>\n", v.incidents.size() - n);
+      w.raw(header);
+    }
+    w.raw("<tr><td>");
+    w.esc(i.node);
+    w.raw("</td><td>");
+    w.esc(i.kind);
+    w.f("</td><td>{}</td><td>", i.code ? fmt::format("{}", *i.code) : "");
+    w.esc(i.device);
+    w.raw("</td><td>");
+    w.esc(i.action);
+    if (i.resolved) w.raw(" (resolved)");
+    if (!i.reason.empty() && i.reason != "catalog") {
+      w.raw("<br><span class=\"note\">");
+      w.esc(i.reason);
+      w.raw("</span>");
+    }
+    w.f("</td><td class=\"num\">{}</td><td>", i.count);
+    w.esc(i.first_seen);
+    if (!i.last_seen.empty() && i.last_seen != i.first_seen) {
+      w.raw(" – ");
+      w.esc(i.last_seen);
+    }
+    w.raw("</td><td><code>");
+    w.esc(i.sample);
+    w.raw("</code></td></tr>\n");
+  }
+  w.raw("</table></div>\n");
+  if (v.incidents.size() > kRowsOpen) w.raw("</details>\n");
+  if (v.total > v.incidents.size())
+    w.f("<p class=\"note\">The {} most severe of {} incidents; scan.json has them all.</p>\n", v.incidents.size(), v.total);
+}
+
+void nccl_section(Writer& w, const NcclView& v, const std::string& id) {
+  w.section_start(id, fmt::format("NCCL ({} run{})", v.runs.size(), v.runs.size() == 1 ? "" : "s"), 3);
+  for (const auto& r : v.runs) {
+    std::string caption = fmt::format("{} · {} ranks · {} nodes{} · peak {:.1f} GB/s{} · verdict {}", r.collective,
+                                      r.ranks, r.nodes, r.gpu.empty() ? "" : " · " + r.gpu, r.peak_busbw_gbps,
+                                      r.expected_busbw_gbps ? fmt::format(" (reference {:.1f})", *r.expected_busbw_gbps) : "",
+                                      r.verdict);
+    if (!r.svg.empty()) {
+      w.chart(tag_chart(r.svg, "nccl"), "nccl", caption + " · " + r.file);
+    } else {
+      w.raw("<p class=\"o-warn\">");
+      w.esc(fmt::format("{}: chart missing: {}", r.file, r.svg_error));
+      w.raw("</p>\n");
+    }
+    if (!r.anomalies.empty()) {
+      w.raw("<ul>\n");
+      for (const auto& a : r.anomalies) {
+        w.raw("<li>");
+        w.esc(a);
+        w.raw("</li>\n");
+      }
+      w.raw("</ul>\n");
+    }
+  }
+  for (const auto& s : v.scaling) {
+    w.raw("<p class=\"o-warn\">");
+    w.esc(s);
+    w.raw("</p>\n");
+  }
+}
+
+void drill_section(Writer& w, const DrillView& v, const std::string& id) {
+  w.section_start(id, fmt::format("Fault drill: {}", v.scenario), 3);
+  w.raw("<p>");
+  w.esc(v.title);
+  if (!v.expect.empty()) {
+    w.raw(" <span class=\"note\">(expected action: ");
+    w.esc(v.expect);
+    w.raw(")</span>");
+  }
+  w.raw("</p>\n");
+  w.chart(svg_drill_timeline(v), "drill",
+          "Each dot is the first poll that saw the stage; the band before it is the interval the stage happened in.");
+  w.raw("<div class=\"scroll\"><table><tr><th>node</th><th>stage</th><th>verdict</th><th class=\"num\">seen at</th>"
+        "<th class=\"num\">±</th><th>how</th></tr>\n");
+  for (const auto& n : v.nodes)
+    for (const auto& s : n.stages) {
+      w.raw("<tr><td>");
+      w.esc(n.node);
+      w.raw("</td><td>");
+      w.esc(s.stage);
+      w.f("</td><td class=\"o-{}\">", s.verdict == "ok" ? "pass" : s.verdict == "slow" || s.verdict == "never" ? "fail" : "unverified");
+      w.esc(s.verdict);
+      if (s.reached)
+        w.f("</td><td class=\"num\">{:.1f} ms</td><td class=\"num\">{:.1f} ms</td><td>", s.at_ms, (s.at_ms - s.lower_ms) / 2);
+      else
+        w.raw("</td><td></td><td></td><td>");
+      w.esc(s.how);
+      w.raw("</td></tr>\n");
+    }
+  w.raw("</table></div>\n");
+}
+
+void sla_section(Writer& w, const SlaView& v, const std::string& id) {
+  w.section_start(id, "Availability (SLA)", 3);
+  w.raw("<p>");
+  w.esc(fmt::format("Contract {}: scope {}, target {:g}%. Credits owed: {:.2f} {}. {} of the {}s had downtime; "
+                    "the worst are shown.",
+                    v.contract, v.scope, v.target_percent, v.credit_total, v.currency, v.entities_with_downtime,
+                    v.scope));
+  w.raw("</p>\n");
+  w.chart(svg_availability(v), "availability", "Each cell: availability that month (hover for GPU-hours and credits).");
+  if (!v.cancellations.empty()) {
+    w.raw("<p class=\"o-fail\">Cancellation rights:</p><ul>\n");
+    for (const auto& c : v.cancellations) {
+      w.raw("<li>");
+      w.esc(c);
+      w.raw("</li>\n");
+    }
+    w.raw("</ul>\n");
+  }
+}
+
+void endpoint_section(Writer& w, const std::vector<const loadgen::RunView*>& benches) {
+  w.section_start("endpoints", "Inference endpoints", 2);
+  std::vector<loadgen::RunView> runs;
+  for (const auto* b : benches) runs.push_back(*b);
+  w.raw("<div class=\"scroll\"><pre class=\"wide\">");
+  w.esc(loadgen::compare_table(runs));
+  w.raw("</pre></div>\n");
+  w.chart(tag_chart(loadgen::svg_latency_vs_concurrency(runs), "endpoint-latency"), "endpoint-latency",
+          "Time to first token against concurrency, p50 and p99.");
+  w.chart(tag_chart(loadgen::svg_hit_rate(runs), "endpoint-hit-rate"), "endpoint-hit-rate",
+          "Prefix-cache hit rate measured (cached / prompt tokens) beside the workload's theoretical rate.");
+  w.chart(tag_chart(loadgen::svg_cost(runs), "endpoint-cost"), "endpoint-cost",
+          "Cost per million tokens as measured, and at the reference hit rate.");
+  for (const auto* b : benches)
+    if (b->has_bill && !b->bill.arithmetic.empty()) {
+      w.f("<details><summary>The bill of {}, with the arithmetic</summary><pre>", xml_text(b->label));
+      for (const auto& line : b->bill.arithmetic) {
+        w.esc(line);
+        w.raw("\n");
+      }
+      w.raw("</pre></details>\n");
+    }
+}
+
+void compare_section(Writer& w, const std::vector<RunReport>& runs, const score::Rubric& rubric) {
+  std::vector<score::ScoreCard> cards;
+  std::vector<const score::ScoreCard*> ptrs;
+  for (const auto& r : runs) cards.push_back(r.card);
+  for (const auto& c : cards) ptrs.push_back(&c);
+  auto ranking = score::rank_runs(cards);
+  w.section_start("compare", "Side by side", 2);
+  w.raw("<div class=\"scroll\"><table><tr><th>rank</th><th>run</th><th>tier</th><th class=\"num\">total</th>"
+        "<th class=\"num\">confidence</th></tr>\n");
+  for (const auto& e : ranking.entries) {
+    const auto& c = cards[e.run];
+    w.f("<tr><td>{}{}</td><td><a href=\"#run-{}\">", e.rank ? fmt::format("{}", *e.rank) : "-", e.tie ? " (tie)" : "", e.run);
+    w.esc(c.label);
+    w.raw("</a></td><td>");
+    w.esc(c.tier);
+    w.f("</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>\n", score_text(c.total), pct(c.confidence));
+  }
+  w.raw("</table></div>\n");
+  for (const auto& n : ranking.notes) {
+    w.raw("<p class=\"note\">");
+    w.esc(n);
+    w.raw("</p>\n");
+  }
+  w.chart(svg_scorecard(ptrs, rubric), "scorecard", "Category scores of every run.");
+}
+
+}  // namespace
+
+Page render_page(const std::vector<RunReport>& runs, const score::Rubric& rubric, const PageMeta& meta) {
+  Writer w;
+  std::size_t findings = 0;
+  for (const auto& r : runs) findings += r.findings.size();
+  w.page.html.reserve(64 * 1024 + findings * 700);
+  std::string title = runs.size() == 1 ? runs[0].label : fmt::format("{} runs", runs.size());
+  w.raw("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+        "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+        // The page fetches nothing and runs nothing; the browser is told so.
+        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; "
+        "img-src data:\">\n<title>cmax report: ");
+  w.esc(title);
+  w.raw("</title>\n<style>");
+  w.raw(kStyle);
+  w.raw("</style>\n</head>\n<body>\n<header><h1>cmax report</h1>\n<p class=\"meta\">");
+  w.esc(fmt::format("{} · generated {} by cmax {} · rubric {} {}", title, meta.generated_at, meta.cmax_version,
+                    rubric.name, rubric.version));
+  w.raw("</p></header>\n<nav>");
+  if (runs.size() > 1) w.raw("<a href=\"#compare\">side by side</a>");
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    w.f("<a href=\"#run-{}\">", i);
+    w.esc(runs[i].label);
+    w.raw("</a>");
+  }
+  std::vector<const loadgen::RunView*> benches;
+  for (const auto& r : runs)
+    if (r.bench) benches.push_back(&*r.bench);
+  if (!benches.empty()) w.raw("<a href=\"#endpoints\">endpoints</a>");
+  w.raw("</nav>\n");
+  if (runs.size() > 1) compare_section(w, runs, rubric);
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const auto& r = runs[i];
+    const std::string id = fmt::format("run-{}", i);
+    w.f("<section class=\"run\" id=\"{}\">\n", id);
+    w.page.sections.push_back(id);
+    w.raw("<h2>");
+    w.esc(r.label);
+    w.raw("</h2>\n<p class=\"meta\">");
+    w.esc(fmt::format("{}{}", r.dir, r.host.empty() ? "" : " · host " + r.host));
+    w.raw("</p>\n");
+    scorecard_section(w, r, rubric, id + "-score");
+    findings_section(w, r, id + "-findings");
+    if (r.cluster) cluster_section(w, *r.cluster, id + "-nodes");
+    if (r.scan) scan_section(w, *r.scan, id + "-scan");
+    if (r.nccl) nccl_section(w, *r.nccl, id + "-nccl");
+    if (r.drill) drill_section(w, *r.drill, id + "-drill");
+    if (r.sla) sla_section(w, *r.sla, id + "-sla");
+    if (!r.warnings.empty()) {
+      w.raw("<h3>Warnings</h3>\n<ul class=\"warnings\">\n");
+      for (const auto& x : r.warnings) {
+        w.raw("<li>");
+        w.esc(x);
+        w.raw("</li>\n");
+      }
+      w.raw("</ul>\n");
+    }
+    w.raw("</section>\n");
+  }
+  if (!benches.empty()) endpoint_section(w, benches);
+  w.raw("<footer class=\"note\"><p>Every score links back to its evidence above; the rubric is data "
+        "(data/rubric.json) and docs/score.md gives the formulas.</p></footer>\n</body>\n</html>\n");
+  return std::move(w.page);
+}
+
+}  // namespace cmax::html

@@ -1,0 +1,360 @@
+#include "html/views.h"
+
+#include <algorithm>
+#include <array>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "score/evidence.h"
+
+namespace cmax::html {
+namespace {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+Result<json> parse(std::string_view text, std::string_view file, std::string_view schema_prefix) {
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::parse_error& e) {
+    return fail("{}: not JSON: {}", file, e.what());
+  }
+  if (!j.is_object()) return fail("{}: not a JSON object", file);
+  auto s = j.find("schema");
+  std::string schema = s != j.end() && s->is_string() ? s->get<std::string>() : "";
+  if (schema.rfind(schema_prefix, 0) != 0) return fail("{}: schema \"{}\" is not {}", file, schema, schema_prefix);
+  return j;
+}
+
+std::string str(const json& o, const char* key) {
+  if (!o.is_object()) return {};
+  auto it = o.find(key);
+  return it != o.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+double num(const json& o, const char* key, double fallback = 0) {
+  if (!o.is_object()) return fallback;
+  auto it = o.find(key);
+  return it != o.end() && it->is_number() ? it->get<double>() : fallback;
+}
+
+std::optional<double> opt_num(const json& o, const char* key) {
+  if (!o.is_object()) return std::nullopt;
+  auto it = o.find(key);
+  if (it == o.end() || !it->is_number()) return std::nullopt;
+  return it->get<double>();
+}
+
+bool flag(const json& o, const char* key) {
+  if (!o.is_object()) return false;
+  auto it = o.find(key);
+  return it != o.end() && it->is_boolean() && it->get<bool>();
+}
+
+const json& arr(const json& o, const char* key) {
+  static const json kEmpty = json::array();
+  if (!o.is_object()) return kEmpty;
+  auto it = o.find(key);
+  return it != o.end() && it->is_array() ? *it : kEmpty;
+}
+
+// The kernel-log actions from mildest to strongest (docs/schemas/scan.md).
+int action_rank(std::string_view a) {
+  static constexpr std::array<std::string_view, 7> kOrder{"ignore", "monitor", "restart_app", "reset_gpu",
+                                                          "drain", "reboot_node", "replace"};
+  for (std::size_t i = 0; i < kOrder.size(); ++i)
+    if (kOrder[i] == a) return static_cast<int>(i);
+  return -1;
+}
+
+SlaCell sla_cell(const json& e) {
+  SlaCell c;
+  c.availability_percent = num(e, "availability_percent", 100);
+  c.down_gpu_hours = num(e, "down_gpu_hours");
+  c.excluded_gpu_hours = num(e, "excluded_gpu_hours");
+  c.credit = num(e, "credit");
+  c.below_target = flag(e, "below_target");
+  return c;
+}
+
+std::string read_file(const fs::path& p, std::string* error) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) {
+    *error = fmt::format("open {}: cannot read", p.string());
+    return {};
+  }
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
+
+Result<ClusterView> parse_cluster_view(std::string_view text) {
+  auto j = parse(text, "cluster.json", "cmax.cluster/");
+  if (!j) return fail("{}", j.error().message);
+  ClusterView v;
+  v.harness = str(*j, "harness");
+  v.started_at = str(*j, "started_at");
+  v.seconds = num(*j, "seconds");
+  for (const auto& n : arr(*j, "nodes")) {
+    ClusterNode c;
+    c.node = str(n, "node");
+    c.status = str(n, "status");
+    c.detail = str(n, "detail");
+    c.seconds = num(n, "seconds");
+    if (auto f = n.find("findings"); f != n.end() && f->is_object()) {
+      c.pass = static_cast<int>(num(*f, "pass"));
+      c.warn = static_cast<int>(num(*f, "warn"));
+      c.fail = static_cast<int>(num(*f, "fail"));
+      c.unverified = static_cast<int>(num(*f, "unverified"));
+    }
+    if (auto s = n.find("scan"); s != n.end() && flag(*s, "ran")) c.worst_action = str(*s, "worst_action");
+    for (const auto& x : arr(n, "failing"))
+      if (x.is_string()) c.failing.push_back(x.get<std::string>());
+    v.nodes.push_back(std::move(c));
+  }
+  return v;
+}
+
+Result<ScanView> parse_scan_view(std::string_view text) {
+  auto j = parse(text, "scan.json", "cmax.scan/");
+  if (!j) return fail("{}", j.error().message);
+  ScanView v;
+  for (const auto& s : arr(*j, "sources"))
+    if (s.is_string()) v.sources.push_back(s.get<std::string>());
+  for (const auto& i : arr(*j, "incidents")) {
+    ScanIncident x;
+    x.node = str(i, "node");
+    x.kind = str(i, "kind");
+    x.device = str(i, "device");
+    x.action = str(i, "action");
+    x.reason = str(i, "reason");
+    x.first_seen = str(i, "first_seen");
+    x.last_seen = str(i, "last_seen");
+    x.sample = str(i, "sample");
+    if (auto c = opt_num(i, "code")) x.code = static_cast<long long>(*c);
+    x.count = static_cast<long long>(num(i, "count"));
+    x.resolved = flag(i, "resolved");
+    if (!x.resolved && action_rank(x.action) >= action_rank("restart_app")) ++v.actionable;
+    v.incidents.push_back(std::move(x));
+  }
+  v.total = v.incidents.size();
+  std::stable_sort(v.incidents.begin(), v.incidents.end(), [](const ScanIncident& a, const ScanIncident& b) {
+    if (a.resolved != b.resolved) return !a.resolved;
+    int ra = action_rank(a.action), rb = action_rank(b.action);
+    if (ra != rb) return ra > rb;
+    return a.count > b.count;
+  });
+  if (v.incidents.size() > kMaxIncidents) v.incidents.resize(kMaxIncidents);
+  return v;
+}
+
+Result<NcclView> parse_nccl_view(std::string_view text) {
+  auto j = parse(text, "nccl.json", "cmax.nccl/");
+  if (!j) return fail("{}", j.error().message);
+  NcclView v;
+  for (const auto& r : arr(*j, "runs")) {
+    NcclChart c;
+    c.file = str(r, "file");
+    c.collective = str(r, "collective");
+    c.gpu = str(r, "gpu");
+    c.verdict = str(r, "verdict");
+    c.ranks = static_cast<int>(num(r, "ranks"));
+    c.nodes = static_cast<int>(num(r, "nodes"));
+    c.peak_busbw_gbps = num(r, "peak_busbw_gbps");
+    if (auto ref = r.find("reference"); ref != r.end() && ref->is_object())
+      c.expected_busbw_gbps = opt_num(*ref, "expected_busbw_gbps");
+    for (const auto& a : arr(r, "anomalies")) c.anomalies.push_back(str(a, "detail"));
+    c.chart_path = str(r, "chart");
+    v.runs.push_back(std::move(c));
+  }
+  for (const auto& s : arr(*j, "scaling")) v.scaling.push_back(str(s, "detail"));
+  return v;
+}
+
+Result<DrillView> parse_drill_view(std::string_view text) {
+  auto j = parse(text, "drill.json", "cmax.drill/");
+  if (!j) return fail("{}", j.error().message);
+  DrillView v;
+  v.drill_id = str(*j, "drill_id");
+  v.scenario = str(*j, "scenario");
+  v.title = str(*j, "title");
+  v.expect = str(*j, "expect");
+  v.scheduler = str(*j, "scheduler");
+  for (const auto& n : arr(*j, "nodes")) {
+    DrillNode d;
+    d.node = str(n, "node");
+    d.error = str(n, "error");
+    for (const auto& s : arr(n, "stages")) {
+      DrillStage st;
+      st.stage = str(s, "stage");
+      st.verdict = str(s, "verdict");
+      st.reached = flag(s, "reached");
+      st.at_ms = num(s, "at_ms");
+      st.lower_ms = num(s, "lower_ms");
+      st.threshold_ms = opt_num(s, "threshold_ms");
+      st.how = str(s, "how");
+      d.stages.push_back(std::move(st));
+    }
+    v.nodes.push_back(std::move(d));
+  }
+  return v;
+}
+
+Result<SlaView> parse_sla_view(std::string_view text) {
+  auto j = parse(text, "sla.json", "cmax.sla/");
+  if (!j) return fail("{}", j.error().message);
+  SlaView v;
+  const json& contract = j->contains("contract") ? (*j)["contract"] : json::object();
+  v.contract = str(contract, "name");
+  v.scope = str(contract, "scope");
+  v.currency = str(contract, "currency");
+  v.target_percent = num(contract, "availability_target_percent");
+  v.total.name = "all " + (v.scope.empty() ? std::string("entities") : v.scope + "s");
+  std::vector<std::string> order;  // entities in first-seen order
+  std::map<std::string, SlaRow> rows;
+  const json& months = arr(*j, "months");
+  for (std::size_t m = 0; m < months.size(); ++m) {
+    const json& month = months[m];
+    v.months.push_back(str(month, "month"));
+    if (auto t = month.find("totals"); t != month.end() && t->is_object()) {
+      SlaCell c = sla_cell(*t);
+      c.below_target = c.availability_percent < v.target_percent;
+      v.total.cells.push_back(c);
+      v.total.worst = std::min(v.total.worst, c.availability_percent);
+    } else {
+      v.total.cells.emplace_back(std::nullopt);
+    }
+    for (const auto& e : arr(month, "entities")) {
+      std::string name = str(e, "name");
+      auto [it, fresh] = rows.try_emplace(name);
+      if (fresh) {
+        it->second.name = name;
+        order.push_back(name);
+      }
+      auto& cells = it->second.cells;
+      cells.resize(months.size());
+      cells[m] = sla_cell(e);
+      it->second.worst = std::min(it->second.worst, cells[m]->availability_percent);
+    }
+  }
+  v.entities_with_downtime = order.size();
+  for (const auto& name : order) {
+    v.entities.push_back(std::move(rows[name]));
+    v.entities.back().cells.resize(months.size());
+  }
+  std::stable_sort(v.entities.begin(), v.entities.end(),
+                   [](const SlaRow& a, const SlaRow& b) { return a.worst < b.worst; });
+  if (v.entities.size() > kMaxSlaRows) v.entities.resize(kMaxSlaRows);
+  for (const auto& c : arr(*j, "cancellation_rights"))
+    v.cancellations.push_back(fmt::format("{} {}: {}", str(c, "name"), str(c, "month"), str(c, "detail")));
+  if (auto s = j->find("summary"); s != j->end()) v.credit_total = num(*s, "credit_total");
+  return v;
+}
+
+Result<std::string> inline_svg(std::string_view svg) {
+  auto start = svg.find("<svg");
+  auto end = svg.rfind("</svg>");
+  if (start == std::string_view::npos || end == std::string_view::npos || end < start)
+    return fail("not an SVG document (no <svg> ... </svg>)");
+  std::string_view body = svg.substr(start, end + 6 - start);
+  // The report promises no scripts and no fetches; a chart that would break that is not inlined.
+  for (std::string_view bad : {"<script", "href=\"http", "href='http", "url(http", "<foreignObject", "<image"})
+    if (body.find(bad) != std::string_view::npos) return fail("holds {}: not inlined", bad);
+  return std::string(body);
+}
+
+Result<RunReport> load_run(const std::string& dir, const score::Rubric& rubric) {
+  auto ev = score::read_evidence(dir);
+  if (!ev) return fail("{}", ev.error().message);
+  RunReport r;
+  r.dir = dir;
+  r.label = ev->label;
+  r.host = ev->host;
+  r.card = score::score_run(rubric, *ev);
+  r.findings = ev->findings;
+  r.warnings = ev->warnings;
+  const fs::path base(dir);
+  auto doc = [&](const char* name) -> std::optional<std::string> {
+    std::error_code ec;
+    if (!fs::is_regular_file(base / name, ec)) return std::nullopt;
+    std::string error;
+    std::string text = read_file(base / name, &error);
+    if (!error.empty()) {
+      r.warnings.push_back(error);
+      return std::nullopt;
+    }
+    return text;
+  };
+  // A document that is present but unusable is a warning here too; score::read_evidence already
+  // listed the ones it reads, so only new messages are added.
+  auto warn = [&](const std::string& message) {
+    if (std::find(r.warnings.begin(), r.warnings.end(), message) == r.warnings.end()) r.warnings.push_back(message);
+  };
+  if (auto t = doc("cluster.json")) {
+    if (auto v = parse_cluster_view(*t)) r.cluster = std::move(*v);
+    else warn(v.error().message);
+  }
+  if (auto t = doc("scan.json")) {
+    if (auto v = parse_scan_view(*t)) r.scan = std::move(*v);
+    else warn(v.error().message);
+  }
+  if (auto t = doc("drill.json")) {
+    if (auto v = parse_drill_view(*t)) r.drill = std::move(*v);
+    else warn(v.error().message);
+  }
+  if (auto t = doc("sla.json")) {
+    if (auto v = parse_sla_view(*t)) r.sla = std::move(*v);
+    else warn(v.error().message);
+  }
+  if (auto t = doc("nccl.json")) {
+    if (auto v = parse_nccl_view(*t)) {
+      for (auto& c : v->runs) {
+        if (c.chart_path.empty()) {
+          c.svg_error = "no chart was written (nccl analyze --no-charts?)";
+          continue;
+        }
+        // nccl.json names the chart as written; a directory that was moved still has it beside.
+        fs::path p(c.chart_path);
+        std::error_code ec;
+        if (!fs::is_regular_file(p, ec)) p = base / p.filename();
+        std::string error;
+        std::string text = read_file(p, &error);
+        if (!error.empty()) {
+          c.svg_error = error;
+          warn(fmt::format("nccl.json: chart of {}: {}", c.file, error));
+          continue;
+        }
+        if (auto s = inline_svg(text)) c.svg = std::move(*s);
+        else {
+          c.svg_error = fmt::format("{}: {}", p.string(), s.error().message);
+          warn(fmt::format("nccl.json: chart {}", c.svg_error));
+        }
+      }
+      r.nccl = std::move(*v);
+    } else {
+      warn(v.error().message);
+    }
+  }
+  {
+    std::error_code ec;
+    if (fs::is_regular_file(base / "bench.json", ec)) {
+      if (auto b = loadgen::read_bench(dir)) {
+        if (b->label.empty()) b->label = r.label;
+        r.bench = std::move(*b);
+      } else {
+        warn(b.error().message);
+      }
+    }
+  }
+  return r;
+}
+
+}  // namespace cmax::html

@@ -1,0 +1,137 @@
+#pragma once
+// What the HTML report shows of one run directory: the scorecard and findings (results.json), and
+// whichever stage documents are there (cluster.json, scan.json, nccl.json with its charts,
+// drill.json, bench.json, sla.json), each reduced to the fields the page draws. The parsers are
+// pure (text in, view out); load_run reads the directory.
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "audit/model.h"
+#include "core/result.h"
+#include "loadgen/compare.h"
+#include "score/rubric.h"
+#include "score/scorer.h"
+
+namespace cmax::html {
+
+struct ClusterNode {
+  std::string node, status, detail;  ///< status: ok | unreachable | failed | timeout | not_scheduled
+  double seconds = 0;
+  int pass = 0, warn = 0, fail = 0, unverified = 0;
+  std::string worst_action;  ///< the node's kernel log: worst open action, "" when not scanned
+  std::vector<std::string> failing;
+};
+
+struct ClusterView {
+  std::string harness, started_at;
+  double seconds = 0;
+  std::vector<ClusterNode> nodes;
+};
+
+struct ScanIncident {
+  std::string node, kind, device, action, reason, first_seen, last_seen, sample;
+  std::optional<long long> code;
+  long long count = 0;
+  bool resolved = false;
+};
+
+struct ScanView {
+  std::vector<std::string> sources;
+  std::vector<ScanIncident> incidents;  ///< most severe action first, then by count; at most kMaxIncidents
+  std::size_t total = 0;                ///< incidents in the document
+  std::size_t actionable = 0;           ///< unresolved with restart_app or stronger
+};
+
+struct NcclChart {
+  std::string file, collective, gpu, verdict;
+  int ranks = 0, nodes = 0;
+  double peak_busbw_gbps = 0;
+  std::optional<double> expected_busbw_gbps;
+  std::vector<std::string> anomalies;  ///< each anomaly's detail
+  std::string chart_path;              ///< as nccl.json names it
+  std::string svg;                     ///< the chart, ready to inline; "" when it could not be read
+  std::string svg_error;               ///< why the chart is missing
+};
+
+struct NcclView {
+  std::vector<NcclChart> runs;
+  std::vector<std::string> scaling;  ///< poor_scaling details
+};
+
+struct DrillStage {
+  std::string stage, verdict;  ///< detected | drained | replaced | returned; ok | slow | never | pending | skipped
+  bool reached = false;
+  double at_ms = 0, lower_ms = 0;
+  std::optional<double> threshold_ms;
+  std::string how;
+};
+
+struct DrillNode {
+  std::string node, error;
+  std::vector<DrillStage> stages;
+};
+
+struct DrillView {
+  std::string drill_id, scenario, title, expect, scheduler;
+  std::vector<DrillNode> nodes;
+};
+
+/// One month of one scope (a node, rack or site, or the total).
+struct SlaCell {
+  double availability_percent = 100;
+  double down_gpu_hours = 0, excluded_gpu_hours = 0, credit = 0;
+  bool below_target = false;
+};
+
+struct SlaRow {
+  std::string name;
+  std::vector<std::optional<SlaCell>> cells;  ///< per month; nullopt: no downtime or exclusion that month
+  double worst = 100;                         ///< lowest availability over the months
+};
+
+struct SlaView {
+  std::string contract, scope, currency;
+  double target_percent = 0;
+  std::vector<std::string> months;  ///< "2026-04"
+  SlaRow total;
+  std::vector<SlaRow> entities;     ///< worst first, at most kMaxSlaRows
+  std::size_t entities_with_downtime = 0;
+  std::vector<std::string> cancellations;  ///< "dfw1-r01 2026-06: availability 93.1% is below 95%"
+  double credit_total = 0;
+};
+
+inline constexpr std::size_t kMaxIncidents = 200;
+inline constexpr std::size_t kMaxSlaRows = 24;
+
+/// Everything the page shows of one run directory.
+struct RunReport {
+  std::string dir, label, host;
+  score::ScoreCard card;
+  std::vector<audit::Finding> findings;
+  std::optional<ClusterView> cluster;
+  std::optional<ScanView> scan;
+  std::optional<NcclView> nccl;
+  std::optional<DrillView> drill;
+  std::optional<loadgen::RunView> bench;
+  std::optional<SlaView> sla;
+  std::vector<std::string> warnings;  ///< documents present but unusable, charts that could not be read
+};
+
+Result<ClusterView> parse_cluster_view(std::string_view text);
+Result<ScanView> parse_scan_view(std::string_view text);
+/// The runs and their charts' paths; the charts themselves are read by load_run.
+Result<NcclView> parse_nccl_view(std::string_view text);
+Result<DrillView> parse_drill_view(std::string_view text);
+Result<SlaView> parse_sla_view(std::string_view text);
+
+/// An SVG document made ready to sit inside HTML: the XML declaration and anything before <svg
+/// dropped. Fails when the text holds no <svg ...>...</svg> or holds a script or a foreign reference.
+Result<std::string> inline_svg(std::string_view svg);
+
+/// Reads `dir` (results.json required, as cmax score) and scores it with `rubric`.
+Result<RunReport> load_run(const std::string& dir, const score::Rubric& rubric);
+
+}  // namespace cmax::html
