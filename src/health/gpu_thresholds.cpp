@@ -7,109 +7,11 @@
 
 namespace cmax::health {
 
+extern const char kBuiltinGpuThresholds[];  // generated from data/gpu-thresholds.json
+
 namespace {
 
 using nlohmann::json;
-
-// data/gpu-thresholds.json, verbatim. src/health/CMakeLists.txt belongs to the health module's
-// owner; until it embeds the file like min-versions.json, this copy stands in, and
-// tests/unit/health/test_gpu_judge.cpp fails when it drifts from the file.
-constexpr std::string_view kBuiltinGpuThresholds = R"json(
-{
-  "schema": "cmax.gpu-thresholds/1",
-  "notes": [
-    "Floors for cmax-gpucheck's measurements, per GPU model. A device matches the entry whose 'match' is the longest substring of its CUDA name ('NVIDIA GH200 480GB' matches GH200, not H200).",
-    "A value below fail_below fails, below warn_below warns; an absent or null floor is unset: the value is reported, unverified, never a silent pass.",
-    "membw_gbps is a device-to-device copy kernel counting read + write bytes; fail_below is 70% and warn_below 75% of the HBM spec ('spec').",
-    "pcie_*_gbps is cudaMemcpyAsync of 256 MiB with pinned host memory; Gen5 x16 reaches ~50-55 GB/s, Gen4 x16 ~25 GB/s. A NUMA-remote buffer or a link trained down (x8, Gen3) shows here.",
-    "nvlink_gbps is cudaMemcpyPeerAsync, one direction; fail_below is 2/3 and warn_below 3/4 of the per-direction NVLink spec. Unset for PCIe and NVL-bridge models, whose peer path may be PCIe.",
-    "matmul_tflops is unset everywhere: the kernel (matmul_kernel) is a hand-written WMMA FP16 GEMM with FP32 accumulate, not cuBLAS, and reaches a fraction of the tensor-core peak. Its value is judged against the other GPUs of the same model on the node (node_relative_min of their median) until a floor is calibrated from a recorded run (docs/PERFORMANCE.md)."
-  ],
-  "sources": [
-    "NVIDIA H200 datasheet: 4.8 TB/s HBM3e, NVLink 900 GB/s (bidirectional), PCIe Gen5",
-    "NVIDIA H100 datasheet: SXM 3.35 TB/s, PCIe 2.0 TB/s, NVL 3.9 TB/s; NVLink 900 GB/s (SXM)",
-    "NVIDIA A100 datasheet: 80GB SXM 2.039 TB/s, 80GB PCIe 1.935 TB/s, 40GB 1.555 TB/s; NVLink 600 GB/s; PCIe Gen4",
-    "NVIDIA L40S datasheet: 864 GB/s GDDR6, PCIe Gen4 x16, no NVLink",
-    "NVIDIA B200 / GB200 NVL72: 8 TB/s HBM3e per GPU, NVLink 5 1.8 TB/s (bidirectional)",
-    "NVIDIA GH200: 4 TB/s HBM3 (96 GB) or 4.9 TB/s HBM3e (144 GB); host link NVLink-C2C"
-  ],
-  "matmul_kernel": "wmma_fp16_fp32acc_128x128x32",
-  "node_relative_min": 0.85,
-  "models": [
-    {"match": "H200", "model": "H200 SXM (HGX)",
-     "membw_gbps": {"spec": 4800, "fail_below": 3360, "warn_below": 3600},
-     "pcie_h2d_gbps": {"fail_below": 40, "warn_below": 48},
-     "pcie_d2h_gbps": {"fail_below": 40, "warn_below": 48},
-     "nvlink_gbps": {"spec": 450, "fail_below": 300, "warn_below": 337},
-     "matmul_tflops": null},
-    {"match": "H200 NVL", "model": "H200 NVL (PCIe card)",
-     "membw_gbps": {"spec": 4800, "fail_below": 3360, "warn_below": 3600},
-     "pcie_h2d_gbps": {"fail_below": 40, "warn_below": 48},
-     "pcie_d2h_gbps": {"fail_below": 40, "warn_below": 48},
-     "nvlink_gbps": null, "matmul_tflops": null},
-    {"match": "GH200", "model": "GH200 Grace Hopper",
-     "membw_gbps": {"spec": 4000, "fail_below": 2800, "warn_below": 3000},
-     "pcie_h2d_gbps": null, "pcie_d2h_gbps": null, "nvlink_gbps": null, "matmul_tflops": null,
-     "notes": "Host link is NVLink-C2C, not PCIe: no floor until measured."},
-    {"match": "H100 80GB HBM3", "model": "H100 SXM5 80GB (HGX)",
-     "membw_gbps": {"spec": 3350, "fail_below": 2345, "warn_below": 2512},
-     "pcie_h2d_gbps": {"fail_below": 40, "warn_below": 48},
-     "pcie_d2h_gbps": {"fail_below": 40, "warn_below": 48},
-     "nvlink_gbps": {"spec": 450, "fail_below": 300, "warn_below": 337},
-     "matmul_tflops": null},
-    {"match": "H100 PCIe", "model": "H100 PCIe 80GB",
-     "membw_gbps": {"spec": 2000, "fail_below": 1400, "warn_below": 1500},
-     "pcie_h2d_gbps": {"fail_below": 40, "warn_below": 48},
-     "pcie_d2h_gbps": {"fail_below": 40, "warn_below": 48},
-     "nvlink_gbps": null, "matmul_tflops": null},
-    {"match": "H100 NVL", "model": "H100 NVL 94GB",
-     "membw_gbps": {"spec": 3900, "fail_below": 2730, "warn_below": 2925},
-     "pcie_h2d_gbps": {"fail_below": 40, "warn_below": 48},
-     "pcie_d2h_gbps": {"fail_below": 40, "warn_below": 48},
-     "nvlink_gbps": null, "matmul_tflops": null},
-    {"match": "A100-SXM4-80GB", "model": "A100 SXM4 80GB (HGX)",
-     "membw_gbps": {"spec": 2039, "fail_below": 1427, "warn_below": 1529},
-     "pcie_h2d_gbps": {"fail_below": 18, "warn_below": 22},
-     "pcie_d2h_gbps": {"fail_below": 18, "warn_below": 22},
-     "nvlink_gbps": {"spec": 300, "fail_below": 200, "warn_below": 225},
-     "matmul_tflops": null},
-    {"match": "A100-SXM4-40GB", "model": "A100 SXM4 40GB (HGX)",
-     "membw_gbps": {"spec": 1555, "fail_below": 1088, "warn_below": 1166},
-     "pcie_h2d_gbps": {"fail_below": 18, "warn_below": 22},
-     "pcie_d2h_gbps": {"fail_below": 18, "warn_below": 22},
-     "nvlink_gbps": {"spec": 300, "fail_below": 200, "warn_below": 225},
-     "matmul_tflops": null},
-    {"match": "A100-PCIE", "model": "A100 PCIe 40GB",
-     "membw_gbps": {"spec": 1555, "fail_below": 1088, "warn_below": 1166},
-     "pcie_h2d_gbps": {"fail_below": 18, "warn_below": 22},
-     "pcie_d2h_gbps": {"fail_below": 18, "warn_below": 22},
-     "nvlink_gbps": null, "matmul_tflops": null},
-    {"match": "A100 80GB PCIe", "model": "A100 PCIe 80GB",
-     "membw_gbps": {"spec": 1935, "fail_below": 1354, "warn_below": 1451},
-     "pcie_h2d_gbps": {"fail_below": 18, "warn_below": 22},
-     "pcie_d2h_gbps": {"fail_below": 18, "warn_below": 22},
-     "nvlink_gbps": null, "matmul_tflops": null},
-    {"match": "L40S", "model": "L40S",
-     "membw_gbps": {"spec": 864, "fail_below": 605, "warn_below": 648},
-     "pcie_h2d_gbps": {"fail_below": 18, "warn_below": 22},
-     "pcie_d2h_gbps": {"fail_below": 18, "warn_below": 22},
-     "nvlink_gbps": null, "matmul_tflops": null},
-    {"match": "B200", "model": "B200 (HGX)",
-     "membw_gbps": {"spec": 8000, "fail_below": 5600, "warn_below": 6000},
-     "pcie_h2d_gbps": {"fail_below": 40, "warn_below": 48},
-     "pcie_d2h_gbps": {"fail_below": 40, "warn_below": 48},
-     "nvlink_gbps": {"spec": 900, "fail_below": 600, "warn_below": 675},
-     "matmul_tflops": null,
-     "notes": "Runs the compute_90 PTX JIT-compiled; no B200 run recorded yet."},
-    {"match": "GB200", "model": "GB200 (NVL72 compute tray)",
-     "membw_gbps": {"spec": 8000, "fail_below": 5600, "warn_below": 6000},
-     "pcie_h2d_gbps": null, "pcie_d2h_gbps": null,
-     "nvlink_gbps": {"spec": 900, "fail_below": 600, "warn_below": 675},
-     "matmul_tflops": null,
-     "notes": "Host link is NVLink-C2C, not PCIe: no floor until measured. Runs the compute_90 PTX JIT-compiled."}
-  ]
-}
-)json";
 
 Result<GpuFloor> floor_of(const json& entry, const char* key, const std::string& where) {
   GpuFloor f;
@@ -177,7 +79,7 @@ Result<GpuThresholds> parse_gpu_thresholds(std::string_view text, std::string_vi
   return t;
 }
 
-std::string_view builtin_gpu_thresholds_text() { return kBuiltinGpuThresholds.substr(1); }
+std::string_view builtin_gpu_thresholds_text() { return kBuiltinGpuThresholds; }
 
 Result<GpuThresholds> builtin_gpu_thresholds() {
   return parse_gpu_thresholds(builtin_gpu_thresholds_text(), "built-in data/gpu-thresholds.json");
