@@ -11,7 +11,7 @@
 #include <thread>
 #include <utility>
 
-#include "cluster/kube_http.h"
+#include "sched/kube_client.h"
 #include "core/strings.h"
 #include "sched/kubernetes_parse.h"
 
@@ -132,7 +132,7 @@ std::optional<std::string> fatal_create_advice(int status, const KubeFanoutOptio
 /// DELETEs the pod when dropped, whatever happened; finish() does it early and says how it went.
 class PodGuard {
  public:
-  PodGuard(const KubeHttp& http, std::string ns, std::string name)
+  PodGuard(const sched::KubeClient& http, std::string ns, std::string name)
       : http_(http), ns_(std::move(ns)), name_(std::move(name)) {}
   ~PodGuard() { (void)finish(); }
   PodGuard(const PodGuard&) = delete;
@@ -148,7 +148,7 @@ class PodGuard {
     if (!r)
       why = r.error().message;
     else if (!is_success(r->status) && r->status != 404)
-      why = describe_reply("DELETE", path, *r);
+      why = sched::describe_reply("DELETE", path, *r);
     else
       return {};
     return fmt::format("delete pod {}/{}: {}: delete it with `kubectl delete pod -n {} {}`", ns_,
@@ -156,7 +156,7 @@ class PodGuard {
   }
 
  private:
-  const KubeHttp& http_;
+  const sched::KubeClient& http_;
   std::string ns_, name_;
   bool done_ = false;
 };
@@ -216,7 +216,7 @@ class Run {
           todo = ": give the credentials list on nodes (a ClusterRole; docs/cluster-run.md)";
         else if (r->status == 400)
           todo = ": is the node selector a label selector (key=value)?";
-        return fail("list nodes: {}{}", describe_reply("GET", path, *r), todo);
+        return fail("list nodes: {}{}", sched::describe_reply("GET", path, *r), todo);
       }
       auto list = sched::kube::parse_node_list(r->body);
       if (!list) return fail("list nodes: GET {}: {}", path, list.error().message);
@@ -326,12 +326,12 @@ class Run {
     if (created && !is_success(created->status)) {
       if (auto advice = fatal_create_advice(created->status, o_)) {
         set_fatal(fmt::format("create pod {}/{} on node {}: {}: {}", spec_.ns, name, t.node,
-                              describe_reply("POST", pods, *created), *advice));
+                              sched::describe_reply("POST", pods, *created), *advice));
         return out;
       }
       out.status = NodeStatus::unreachable;
       out.detail = fmt::format("create pod {}/{}: {}", spec_.ns, name,
-                               describe_reply("POST", pods, *created));
+                               sched::describe_reply("POST", pods, *created));
       if (created->status == 409)
         out.detail += fmt::format(
             ": a pod of run {} exists already: delete it (kubectl delete pods -n {} -l {}={}) or "
@@ -376,7 +376,7 @@ class Run {
             fmt::format("pod {} vanished before it ended: deleted by someone else?", pod_path);
         return;
       } else if (!is_success(r->status)) {
-        last_error = describe_reply("GET", pod_path, *r);
+        last_error = sched::describe_reply("GET", pod_path, *r);
       } else {
         auto pod = json::parse(r->body, nullptr, false);
         last = parse_pod(pod);
@@ -442,7 +442,7 @@ class Run {
     }
     if (!is_success(r->status)) {
       out.status = NodeStatus::failed;
-      out.detail = fmt::format("read the collect log: {}", describe_reply("GET", log_path, *r));
+      out.detail = fmt::format("read the collect log: {}", sched::describe_reply("GET", log_path, *r));
       if (r->status == 403) out.detail += ": give the credentials get on pods/log";
       return;
     }
@@ -458,7 +458,7 @@ class Run {
   }
 
   const KubeFanoutOptions& o_;
-  KubeHttp http_;
+  sched::KubeClient http_;
   const NodeCallback& on_node_;
   CollectSpec spec_;
   Clock::time_point start_, run_deadline_;

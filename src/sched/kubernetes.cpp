@@ -1,12 +1,10 @@
-// KubernetesScheduler's HTTP side: cpp-httplib (Debian's libcpp-httplib-dev, built with OpenSSL)
-// and nlohmann::json are kept to this file and kubernetes_parse.cpp.
+// KubernetesScheduler: node reads and patches over sched::KubeClient (kube_client.cpp holds
+// cpp-httplib); JSON stays in kubernetes_parse.cpp.
 
 #include "sched/kubernetes.h"
 
 #include <fmt/format.h>
-#include <httplib.h>
 
-#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -15,20 +13,16 @@
 #include <utility>
 
 #include "core/strings.h"
+#include "sched/kube_client.h"
 #include "sched/policy.h"
 
-#ifndef CMAX_VERSION
-#define CMAX_VERSION "0.0.0"
-#endif
 
 namespace cmax::sched {
 namespace {
 
 using std::chrono::milliseconds;
-using std::chrono::steady_clock;
 
 constexpr std::size_t kMaxBodyBytes = 64u << 20;  // one NodeList page of 500 fat nodes fits
-constexpr std::size_t kMaxTokenBytes = 64u << 10;
 constexpr int kListPageSize = 500;
 constexpr int kMaxListPages = 200;  // 100,000 nodes
 constexpr milliseconds kConflictBackoff{20};
@@ -52,63 +46,6 @@ bool is_success(int status) { return status >= 200 && status < 300; }
 /// 409 from storage, 422 from a failed "test" op: the node changed since it was read.
 bool is_conflict(int status) { return status == 409 || status == 422; }
 
-Result<std::string> read_token(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return fail(
-        "read service-account token {}: {}: is the token mounted (automountServiceAccountToken)?",
-        path, std::strerror(errno));
-  std::string token;
-  token.resize(kMaxTokenBytes + 1);
-  in.read(token.data(), static_cast<std::streamsize>(token.size()));
-  token.resize(static_cast<std::size_t>(in.gcount()));
-  if (token.size() > kMaxTokenBytes)
-    return fail("service-account token {} is larger than {} bytes: not a token", path,
-                kMaxTokenBytes);
-  std::string trimmed(core::trim(token));
-  if (trimmed.empty()) return fail("service-account token {} is empty", path);
-  for (unsigned char c : trimmed)
-    if (c < 0x21 || c == 0x7f)
-      return fail("service-account token {} holds whitespace or control characters: not a token",
-                  path);
-  return trimmed;
-}
-
-std::string transport_error(httplib::Error err, milliseconds elapsed, const kube::ApiEndpoint& ep,
-                            const KubernetesOptions& options) {
-  auto where = fmt::format("{}:{}", ep.host, ep.port);
-  switch (err) {
-    case httplib::Error::Connection:
-      return fmt::format("cannot connect to {}: is the API server address right and reachable?",
-                         where);
-    case httplib::Error::ConnectionTimeout:
-      return fmt::format("no connection to {} within {} ms: is the API server reachable?", where,
-                         options.timeout.count());
-    case httplib::Error::Read:
-      // httplib reports a read timeout and a connection closed early alike; the clock tells them
-      // apart.
-      if (elapsed >= options.timeout)
-        return fmt::format("no answer from {} within {} ms: is the API server overloaded?", where,
-                           options.timeout.count());
-      return fmt::format("{} closed the connection before a full answer", where);
-    case httplib::Error::Write:
-      return fmt::format("sending the request to {} failed", where);
-    case httplib::Error::Canceled:
-      return fmt::format("answer from {} larger than {} bytes", where, kMaxBodyBytes);
-    case httplib::Error::SSLConnection:
-      return fmt::format("TLS handshake with {} failed: does it serve https on that port?", where);
-    case httplib::Error::SSLLoadingCerts:
-      return fmt::format("cannot load CA bundle {}: mount the service account's ca.crt",
-                         options.ca_path);
-    case httplib::Error::SSLServerVerification:
-      return fmt::format(
-          "the certificate of {} does not verify against {}: wrong CA, or a host not named in "
-          "the certificate",
-          where, options.ca_path);
-    default:
-      return fmt::format("request to {} failed (httplib error {})", where, static_cast<int>(err));
-  }
-}
 
 std::string_view reason_phrase(int status, std::string_view given) {
   if (!given.empty()) return given;
@@ -212,61 +149,9 @@ Result<KubernetesScheduler::Reply> KubernetesScheduler::request(std::string_view
                                                                 const std::string& body) {
   // A bad URL fails here, before any socket is opened.
   if (!endpoint_) return Unexpected<Error>{endpoint_.error()};
-  const kube::ApiEndpoint& ep = *endpoint_;
-  auto where = fmt::format("{} {}", method, path);
-
-  std::string token;
-  if (!options_.token_path.empty()) {
-    auto t = read_token(options_.token_path);
-    if (!t) return fail("{}: {}", where, t.error().message);
-    token = std::move(*t);
-  }
-
-  std::unique_ptr<httplib::ClientImpl> client;
-  if (ep.tls) {
-    if (!std::ifstream(options_.ca_path))
-      return fail("{}: read CA bundle {}: {}: mount the service account's ca.crt or set ca_path",
-                  where, options_.ca_path, std::strerror(errno));
-    auto tls = std::make_unique<httplib::SSLClient>(ep.host, ep.port);
-    tls->set_ca_cert_path(options_.ca_path);
-    tls->enable_server_certificate_verification(true);
-    client = std::move(tls);
-  } else {
-    client = std::make_unique<httplib::ClientImpl>(ep.host, ep.port);
-  }
-  client->set_connection_timeout(options_.timeout);
-  client->set_read_timeout(options_.timeout);
-  client->set_write_timeout(options_.timeout);
-  client->set_keep_alive(false);
-  client->set_follow_location(false);
-  client->set_url_encode(false);  // paths and queries are encoded here, exactly once
-
-  httplib::Request req;
-  req.method = std::string(method);
-  req.path = ep.base_path + path;
-  req.headers = {{"Accept", "application/json"}, {"User-Agent", "cmax/" CMAX_VERSION}};
-  if (!token.empty()) req.headers.emplace("Authorization", "Bearer " + token);
-  if (!body.empty()) {
-    req.headers.emplace("Content-Type", std::string(content_type));
-    req.body = body;
-  }
-  Reply reply;
-  req.content_receiver = [&reply](const char* data, size_t n, uint64_t, uint64_t) {
-    if (reply.body.size() + n > kMaxBodyBytes) return false;
-    reply.body.append(data, n);
-    return true;
-  };
-
-  httplib::Response res;
-  httplib::Error err = httplib::Error::Success;
-  auto start = steady_clock::now();
-  bool sent = client->send(req, res, err);
-  auto elapsed = std::chrono::duration_cast<milliseconds>(steady_clock::now() - start);
-  if (!sent || err != httplib::Error::Success)
-    return fail("{}: {}", where, transport_error(err, elapsed, ep, options_));
-  reply.status = res.status;
-  reply.reason = res.reason;
-  return reply;
+  auto r = KubeClient(options_).send(method, path, content_type, body, kMaxBodyBytes);
+  if (!r) return Unexpected<Error>{r.error()};
+  return Reply{r->status, std::move(r->reason), std::move(r->body)};
 }
 
 Result<kube::Node> KubernetesScheduler::read_node(std::string_view node) {

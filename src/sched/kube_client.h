@@ -1,0 +1,49 @@
+#pragma once
+// Requests to a Kubernetes API server: one HTTP(S) request per call with the bearer token, CA
+// bundle and timeout of KubernetesOptions. Shared by the node agent's KubernetesScheduler and
+// cmax run's pod fan-out (src/cluster/kube_fanout.h). cpp-httplib stays in the .cpp.
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+#include "core/result.h"
+#include "sched/kubernetes.h"
+#include "sched/kubernetes_parse.h"
+
+namespace cmax::sched {
+
+/// An answer from the API server, whatever its status.
+struct KubeReply {
+  int status = 0;
+  std::string reason;  ///< the HTTP reason phrase (the standard one when the server sent none)
+  std::string body;
+};
+
+/// Requests to one API server. Thread-safe: each request opens its own connection and reads the
+/// token file again (bound service-account tokens rotate).
+class KubeClient {
+ public:
+  /// Answers larger than this are refused (a NodeList page of 500 fat nodes fits).
+  static constexpr std::size_t kDefaultMaxBody = 64u << 20;
+
+  explicit KubeClient(KubernetesOptions options);
+
+  /// Sends `method path` (path and query encoded by the caller) with `body` as `content_type` when
+  /// not empty; bounded by options.timeout for connect, read and write each. An error, naming the
+  /// request, only when no answer came (transport, token, CA); an HTTP error status is a reply.
+  Result<KubeReply> send(std::string_view method, const std::string& path, std::string_view content_type = {},
+                         const std::string& body = {}, std::size_t max_body = kDefaultMaxBody) const;
+
+  const KubernetesOptions& options() const { return options_; }
+
+ private:
+  KubernetesOptions options_;
+  Result<kube::ApiEndpoint> endpoint_;
+};
+
+/// "POST /api/v1/namespaces/ns/pods: 403 Forbidden: <the API's message>" for a reply that is not
+/// 2xx; the caller adds what to do.
+std::string describe_reply(std::string_view method, std::string_view path, const KubeReply& reply);
+
+}  // namespace cmax::sched
