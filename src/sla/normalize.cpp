@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "sla/huge_pages.h"
+
 namespace cmax::sla {
 namespace {
 
@@ -121,6 +123,7 @@ NodeSpans normalize_down(EventSet& events, const Contract& contract, const Windo
     ++ns.begin[static_cast<std::size_t>(node) + 1];
   }
   for (std::size_t n = 1; n < ns.begin.size(); ++n) ns.begin[n] += ns.begin[n - 1];
+  reserve_huge(ns.spans, ns.begin.back());
   ns.spans.resize(ns.begin.back());
   // Pass 2: scatter (same filter, no counting).
   std::vector<std::uint32_t> fill(ns.begin.begin(), ns.begin.end() - 1);

@@ -5,6 +5,7 @@
 // of the format at all.
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -19,6 +20,16 @@ namespace cmax::sla {
 /// comments, CRLF and a quoted reason are fine). `end` empty, "Unknown" or "open" is open-ended.
 /// Times as parse_timestamp reads them, local ones in `zone`.
 Result<EventSet> parse_events_csv(std::string_view text, const Zone& zone);
+
+/// parse_events_csv on up to `threads` threads (parts of at least 4 MiB), each reading a run of
+/// whole lines into its own EventSet, merged in input order: the same result, sooner.
+Result<EventSet> parse_events_csv_parallel(std::string_view text, const Zone& zone,
+                                           unsigned threads);
+
+/// parse_events_csv with a thread per part, the parts starting at the line boundaries at or after
+/// the byte offsets `splits` (ascending): the seam that tests the parallel parse at every offset.
+Result<EventSet> parse_events_csv_parts(std::string_view text, const Zone& zone,
+                                        std::span<const std::size_t> splits);
 
 /// JSON: an array of {"node", "start", "end" (null or absent: open), "state" (default "down"),
 /// "reason"}, or an object with such an array under "intervals". Times are strings as above or
