@@ -22,6 +22,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "core/clock.h"
@@ -402,6 +403,17 @@ int run_bench_cmd(BenchFlags& f) {
   jsonl.flush();
   if (result.sessions_ended)
     warnings.push_back(fmt::format("{} multi-turn sessions ended early after a failed turn", result.sessions_ended));
+  if (rc.schedule.kind == ScheduleKind::kConcurrency && result.stop_reason.empty()) {
+    // A workload smaller than the sweep ends it early; a chart with one point must say why.
+    std::vector<int> missing;
+    for (int level : rc.schedule.levels)
+      if (std::none_of(result.levels.begin(), result.levels.end(), [&](const auto& l) { return l.concurrency == level; }))
+        missing.push_back(level);
+    if (!missing.empty())
+      warnings.push_back(fmt::format("the workload ran out after {} requests: concurrency level(s) {} were not run; "
+                                     "give a larger workload (--sessions, --requests, a longer trace) or fewer levels",
+                                     result.records.size(), fmt::join(missing, ", ")));
+  }
 
   std::optional<Bill> bill;
   if (sheet) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <iterator>
+#include <map>
 
 #include <fmt/format.h>
 
@@ -41,7 +42,7 @@ dl{display:grid;grid-template-columns:max-content 1fr;gap:.1em .8em;margin:.3em 
 pre.wide{white-space:pre;overflow-wrap:normal}pre{white-space:pre-wrap;overflow-wrap:anywhere;font-size:.85em;background:#f6f6f6;padding:.4em}
 details{margin:.5em 0}summary{cursor:pointer;color:#1f5fa8}
 ul.warnings li{color:var(--warn)}
-@media (max-width:600px){body{padding:8px;font-size:14px}dl{grid-template-columns:1fr}dt{font-weight:600}}
+@media (max-width:600px){body{padding:8px;font-size:14px}dl{grid-template-columns:1fr}dt{font-weight:600}.chart svg{max-width:none;width:560px}}
 @media print{nav{display:none}body{max-width:none;padding:0;font-size:11pt}section.run{break-before:page}.chart,article.finding,table{break-inside:avoid}a{color:inherit;text-decoration:none}}
 )css";
 
@@ -91,15 +92,105 @@ constexpr std::array<audit::Outcome, 5> kOutcomeOrder{audit::Outcome::fail, audi
                                                       audit::Outcome::unverified, audit::Outcome::pass,
                                                       audit::Outcome::not_applicable};
 
-void finding_article(Writer& w, const audit::Finding& f) {
-  const auto outcome = audit::to_string(f.outcome);
+// A cluster run names one check on many nodes CHECK@NODE; the page shows each check once, with
+// its nodes grouped by what was observed, so 512 nodes do not make 512 copies of the same text.
+struct CheckGroup {
+  std::string id;                             ///< the check without @NODE
+  std::vector<const audit::Finding*> members;  ///< worst outcome first
+  audit::Outcome worst = audit::Outcome::not_applicable;
+};
+
+int severity(audit::Outcome o) {
+  switch (o) {
+    case audit::Outcome::fail: return 4;
+    case audit::Outcome::warn: return 3;
+    case audit::Outcome::unverified: return 2;
+    case audit::Outcome::pass: return 1;
+    case audit::Outcome::not_applicable: return 0;
+  }
+  return 0;
+}
+
+std::vector<CheckGroup> group_findings(const std::vector<audit::Finding>& findings) {
+  std::vector<CheckGroup> groups;
+  std::map<std::string, std::size_t, std::less<>> index;
+  for (const auto& f : findings) {
+    std::string_view id = f.check_id;
+    if (auto at = id.find('@'); at != std::string_view::npos) id = id.substr(0, at);
+    auto it = index.find(id);
+    if (it == index.end()) {
+      it = index.emplace(std::string(id), groups.size()).first;
+      groups.push_back({std::string(id), {}, f.outcome});
+    }
+    auto& g = groups[it->second];
+    g.members.push_back(&f);
+    if (severity(f.outcome) > severity(g.worst)) g.worst = f.outcome;
+  }
+  for (auto& g : groups)
+    std::stable_sort(g.members.begin(), g.members.end(), [](const audit::Finding* a, const audit::Finding* b) {
+      return severity(a->outcome) > severity(b->outcome);
+    });
+  std::stable_sort(groups.begin(), groups.end(), [](const CheckGroup& a, const CheckGroup& b) {
+    const auto& fa = *a.members.front();
+    const auto& fb = *b.members.front();
+    return fa.category != fb.category ? fa.category < fb.category : a.id < b.id;
+  });
+  return groups;
+}
+
+std::string_view target_of(const audit::Finding& f) {
+  std::string_view id = f.check_id;
+  auto at = id.find('@');
+  return at == std::string_view::npos ? std::string_view() : id.substr(at + 1);
+}
+
+// "n1, n2, n3 and 509 more".
+std::string list_targets(const std::vector<std::string_view>& targets) {
+  constexpr std::size_t kShown = 12;
+  std::string out;
+  for (std::size_t i = 0; i < targets.size() && i < kShown; ++i) {
+    if (i) out += ", ";
+    out += targets[i];
+  }
+  if (targets.size() > kShown) out += fmt::format(" and {} more", targets.size() - kShown);
+  return out;
+}
+
+void finding_article(Writer& w, const CheckGroup& g) {
+  const audit::Finding& f = *g.members.front();  // the worst: its evidence and remediation are shown
+  const auto outcome = audit::to_string(g.worst);
   w.f("<article class=\"finding {}\"><h4><span class=\"outcome\">{}</span> <code>", outcome, outcome);
-  w.esc(f.check_id);
+  w.esc(g.members.size() == 1 ? f.check_id : g.id);
   w.raw("</code> ");
   w.esc(f.title);
   w.raw("</h4>\n<dl>\n");
   w.kv("category", audit::category_title(f.category));
-  w.kv("observed", f.observed);
+  if (g.members.size() > 1) {
+    // Nodes by (outcome, observed): each distinct answer once, with the nodes that gave it.
+    std::vector<std::pair<const audit::Finding*, std::vector<std::string_view>>> answers;
+    for (const auto* m : g.members) {
+      auto it = std::find_if(answers.begin(), answers.end(), [&](const auto& a) {
+        return a.first->outcome == m->outcome && a.first->observed == m->observed;
+      });
+      if (it == answers.end()) answers.push_back({m, {target_of(*m)}});
+      else it->second.push_back(target_of(*m));
+    }
+    w.raw("<dt>nodes</dt><dd><ul>\n");
+    for (const auto& [m, targets] : answers) {
+      w.f("<li><span class=\"o-{}\">{}</span> on {} node{}", audit::to_string(m->outcome), audit::to_string(m->outcome),
+          targets.size(), targets.size() == 1 ? "" : "s");
+      if (!m->observed.empty()) {
+        w.raw(", observed ");
+        w.esc(m->observed);
+      }
+      w.raw(": ");
+      w.esc(list_targets(targets));
+      w.raw("</li>\n");
+    }
+    w.raw("</ul></dd>\n");
+  } else {
+    w.kv("observed", f.observed);
+  }
   w.kv("expected", f.expected);
   if (!f.evidence_source.empty() || !f.evidence_value.empty())
     w.kv("evidence", f.evidence_value.empty() ? f.evidence_source
@@ -134,14 +225,11 @@ void findings_section(Writer& w, const RunReport& r, const std::string& id) {
     return;
   }
   w.chart(svg_findings(r.findings), "findings", "Findings per category, by outcome (hover a segment for counts).");
-  std::array<std::vector<const audit::Finding*>, 5> by{};
-  for (const auto& f : r.findings) by[static_cast<std::size_t>(f.outcome)].push_back(&f);
-  for (auto& v : by)
-    std::stable_sort(v.begin(), v.end(), [](const audit::Finding* a, const audit::Finding* b) {
-      return a->category != b->category ? a->category < b->category : a->check_id < b->check_id;
-    });
+  const auto groups = group_findings(r.findings);
+  std::array<std::vector<const CheckGroup*>, 5> by{};
+  for (const auto& g : groups) by[static_cast<std::size_t>(g.worst)].push_back(&g);
   for (auto o : {audit::Outcome::fail, audit::Outcome::warn})
-    for (const auto* f : by[static_cast<std::size_t>(o)]) finding_article(w, *f);
+    for (const auto* g : by[static_cast<std::size_t>(o)]) finding_article(w, *g);
   // The rest as compact tables: unverified says what evidence is missing, pass what was seen.
   for (auto o : {audit::Outcome::unverified, audit::Outcome::pass, audit::Outcome::not_applicable}) {
     const auto& v = by[static_cast<std::size_t>(o)];
@@ -149,19 +237,22 @@ void findings_section(Writer& w, const RunReport& r, const std::string& id) {
     w.f("<details class=\"o-{0}\"{1}><summary>{2} {0}</summary>\n<div class=\"scroll\"><table><tr><th>check</th>"
         "<th>category</th><th>title</th><th>observed</th><th>evidence</th><th>why</th></tr>\n",
         audit::to_string(o), o == audit::Outcome::unverified ? " open" : "", v.size());
-    for (const auto* f : v) {
+    for (const auto* g : v) {
+      const audit::Finding& f = *g->members.front();
       w.raw("<tr><td><code>");
-      w.esc(f->check_id);
-      w.raw("</code></td><td>");
-      w.esc(audit::category_title(f->category));
+      w.esc(g->members.size() == 1 ? f.check_id : g->id);
+      w.raw("</code>");
+      if (g->members.size() > 1) w.f(" <span class=\"note\">({} nodes)</span>", g->members.size());
       w.raw("</td><td>");
-      w.esc(f->title);
+      w.esc(audit::category_title(f.category));
       w.raw("</td><td>");
-      w.esc(f->observed);
+      w.esc(f.title);
       w.raw("</td><td>");
-      w.esc(f->evidence_source);
+      w.esc(f.observed);
       w.raw("</td><td>");
-      w.esc(f->reason);
+      w.esc(f.evidence_source);
+      w.raw("</td><td>");
+      w.esc(f.reason);
       w.raw("</td></tr>\n");
     }
     w.raw("</table></div></details>\n");

@@ -156,6 +156,30 @@ TEST(HtmlPage, OneRunHasEverySectionAndChartAndEscapesEverything) {
   EXPECT_EQ(h.find("@import"), std::string::npos);
 }
 
+TEST(HtmlPage, ACheckOnManyNodesIsShownOnceWithItsNodesGroupedByAnswer) {
+  RunReport r = sample_run();
+  r.findings.clear();
+  for (int i = 0; i < 20; ++i) {
+    auto f = finding(fmt::format("security.docker.floor@n{}", i), audit::Category::security,
+                     i < 15 ? audit::Outcome::fail : audit::Outcome::pass);
+    f.observed = i < 15 ? "28.2.2" : "29.8.2";
+    f.remediation = "upgrade Docker";
+    r.findings.push_back(f);
+  }
+  r.findings.push_back(finding("lifecycle.kernel@n1", audit::Category::lifecycle, audit::Outcome::pass));
+  r.findings.push_back(finding("lifecycle.kernel@n2", audit::Category::lifecycle, audit::Outcome::pass));
+  auto page = render_page({r}, rubric(), {"t", "v"});
+  const std::string& h = page.html;
+  EXPECT_EQ(count(h, "<article class=\"finding fail\">"), 1u);
+  EXPECT_EQ(count(h, "upgrade Docker"), 1u) << "the remediation once, not once per node";
+  EXPECT_NE(h.find("<code>security.docker.floor</code>"), std::string::npos);
+  EXPECT_NE(h.find("fail</span> on 15 nodes, observed 28.2.2: n0, n1, n2, n3, n4, n5, n6, n7, n8, n9, n10, n11 and 3 more"),
+            std::string::npos);
+  EXPECT_NE(h.find("pass</span> on 5 nodes, observed 29.8.2: n15, n16, n17, n18, n19"), std::string::npos);
+  EXPECT_NE(h.find("<code>lifecycle.kernel</code> <span class=\"note\">(2 nodes)</span>"), std::string::npos);
+  EXPECT_NE(h.find("<summary>1 pass</summary>"), std::string::npos);
+}
+
 TEST(HtmlPage, SeveralRunsAreRankedSideBySide) {
   auto a = sample_run();
   auto b = sample_run();
