@@ -1,5 +1,6 @@
 // cmax audit [flags]            audit this machine (or --host-root DIR)
 // cmax audit review RUN_DIR     re-render a saved run offline
+// cmax audit isolation ...      what a tenant can reach (apps/cmax/cmd_audit_isolation.cpp)
 
 #include <cstdio>
 #include <fstream>
@@ -7,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "apps/cmax/audit_flags.h"
+#include "apps/cmax/cmd_audit_isolation.h"
 #include "apps/cmax/command.h"
 #include "audit/check.h"
 #include "report/audit_json.h"
@@ -93,7 +95,9 @@ Runner setup_audit(CLI::App& sub) {
   s->review->add_option("RUN_DIR", s->review_dir, "A directory written by `cmax run` or `cmax audit --out`")
       ->required();
   add_render_flags(*s->review, s->review_flags);
-  return [s] {
+  auto isolation = setup_audit_isolation(sub);
+  return [s, isolation] {
+    if (isolation.app->parsed()) return isolation.run();
     if (s->review->parsed()) return run_review(*s);
     if (s->list_checks) return list_checks(s->flags.json);
     return run_audit_command(*s);

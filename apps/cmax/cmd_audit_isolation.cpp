@@ -1,0 +1,116 @@
+// cmax audit isolation --scope CIDR|HOST... [--ports LIST] [--dry-run] [--json]
+// What a tenant can reach from here: probes the named scopes and the metadata
+// address.
+
+#include "apps/cmax/cmd_audit_isolation.h"
+
+#include <fmt/format.h>
+
+#include <fstream>
+#include <memory>
+
+#include "apps/cmax/audit_flags.h"
+#include "isolation/isolation.h"
+#include "report/audit_json.h"
+#include "report/sarif.h"
+#include "report/terminal.h"
+
+namespace cmax::app {
+namespace {
+
+struct IsolationState {
+  std::vector<std::string> scopes;
+  std::vector<std::string> ports;
+  std::size_t max_hosts = isolation::kDefaultMaxHosts;
+  int concurrency = 256;
+  int timeout_ms = 1000;
+  int deadline_s = 120;
+  double rate = 4000;
+  bool no_metadata = false;
+  bool dry_run = false;
+  std::string sarif_path;
+  AuditFlags render;
+};
+
+int run(const IsolationState &s) {
+  isolation::IsolationOptions o;
+  o.scopes = s.scopes;
+  o.ports = s.ports;
+  o.max_hosts = s.max_hosts;
+  o.metadata = !s.no_metadata;
+  o.prober.concurrency = s.concurrency;
+  o.prober.connect_timeout = std::chrono::milliseconds(s.timeout_ms);
+  o.prober.io_timeout = std::chrono::milliseconds(s.timeout_ms);
+  o.prober.deadline = std::chrono::seconds(s.deadline_s);
+  o.prober.rate_per_s = s.rate;
+  if (s.dry_run) {
+    auto plan = isolation::make_plan(o);
+    if (!plan) return environment_error(plan.error().message);
+    fmt::print("{}", isolation::render_plan(*plan, o.prober));
+    return audit::kExitOk;
+  }
+  raise_fd_limit();  // one socket per probe in flight
+  std::vector<std::string> notes;
+  auto report = isolation::run_isolation(o, &notes);
+  if (!report) return environment_error(report.error().message);
+  for (const auto &n : notes) fmt::print(stderr, "cmax: {}\n", n);
+  int code = audit::exit_code_for(report->findings);
+  if (!s.sarif_path.empty()) {
+    std::ofstream out(s.sarif_path, std::ios::binary | std::ios::trunc);
+    if (!out || !(out << report::render_sarif(*report)))
+      return environment_error(
+          fmt::format("write SARIF to {}: cannot write the file", s.sarif_path));
+  }
+  if (s.render.json)
+    fmt::print("{}", report::audit_to_json(*report, code));
+  else
+    fmt::print("{}", report::render_audit_terminal(*report, code, to_terminal_options(s.render)));
+  return code;
+}
+
+}  // namespace
+
+SubcommandRunner setup_audit_isolation(CLI::App &audit) {
+  auto s = std::make_shared<IsolationState>();
+  auto *sub = audit.add_subcommand(
+      "isolation", "What a tenant can reach from here: probe named scopes (read-only)");
+  sub->description(
+      "Probes the scopes you name (and the link-local metadata "
+      "address 169.254.169.254) for services a\n"
+      "tenant should not reach: TCP connect, then one "
+      "unauthenticated read-only GET where the service\n"
+      "speaks plain HTTP. Nothing outside --scope is probed; "
+      "credentials are never requested.\n"
+      "A probe that could not run is unverified, never a pass.\n"
+      "Exit codes: 0 no fail; 1 a check failed; 2 a security "
+      "check failed; 3 usage or environment error.");
+  sub->add_option("--scope", s->scopes,
+                  "IPv4 address, CIDR block or host name to probe (repeat, or a,b)")
+      ->delimiter(',');
+  sub->add_option("--ports", s->ports,
+                  "Ports or service names to probe, e.g. 3000,9090 or "
+                  "grafana,ray (default: every default "
+                  "service; redfish is opt-in)")
+      ->delimiter(',');
+  sub->add_option("--max-hosts", s->max_hosts, "Refuse scopes holding more addresses than this")
+      ->check(CLI::Range(1, 1 << 20));
+  sub->add_option("--concurrency", s->concurrency, "Connects in flight at most")
+      ->check(CLI::Range(1, 4096));
+  sub->add_option("--timeout-ms", s->timeout_ms,
+                  "Per-probe connect timeout, and again for the answer")
+      ->check(CLI::Range(50, 60000));
+  sub->add_option("--deadline-s", s->deadline_s, "The whole run at most this long")
+      ->check(CLI::Range(1, 3600));
+  sub->add_option("--rate", s->rate, "Connects started per second at most")
+      ->check(CLI::Range(1.0, 100000.0));
+  sub->add_flag("--no-metadata", s->no_metadata, "Do not probe 169.254.169.254");
+  sub->add_flag("--dry-run", s->dry_run,
+                "Print the plan (addresses, ports, the request per service) "
+                "and probe nothing");
+  sub->add_option("--sarif", s->sarif_path,
+                  "Also write the security findings as SARIF 2.1.0 to FILE");
+  add_render_flags(*sub, s->render);
+  return {sub, [s] { return run(*s); }};
+}
+
+}  // namespace cmax::app
