@@ -99,6 +99,11 @@ std::string read_file(const fs::path& p, std::string* error) {
 Result<ClusterView> parse_cluster_view(std::string_view text) {
   auto j = parse(text, "cluster.json", "cmax.cluster/");
   if (!j) return fail("{}", j.error().message);
+  return cluster_view(*j);
+}
+
+Result<ClusterView> cluster_view(const nlohmann::json& doc) {
+  const json* j = &doc;
   ClusterView v;
   v.harness = str(*j, "harness");
   v.started_at = str(*j, "started_at");
@@ -126,6 +131,11 @@ Result<ClusterView> parse_cluster_view(std::string_view text) {
 Result<ScanView> parse_scan_view(std::string_view text) {
   auto j = parse(text, "scan.json", "cmax.scan/");
   if (!j) return fail("{}", j.error().message);
+  return scan_view(*j);
+}
+
+Result<ScanView> scan_view(const nlohmann::json& doc) {
+  const json* j = &doc;
   ScanView v;
   for (const auto& s : arr(*j, "sources"))
     if (s.is_string()) v.sources.push_back(s.get<std::string>());
@@ -159,6 +169,11 @@ Result<ScanView> parse_scan_view(std::string_view text) {
 Result<NcclView> parse_nccl_view(std::string_view text) {
   auto j = parse(text, "nccl.json", "cmax.nccl/");
   if (!j) return fail("{}", j.error().message);
+  return nccl_view(*j);
+}
+
+Result<NcclView> nccl_view(const nlohmann::json& doc) {
+  const json* j = &doc;
   NcclView v;
   for (const auto& r : arr(*j, "runs")) {
     NcclChart c;
@@ -182,6 +197,11 @@ Result<NcclView> parse_nccl_view(std::string_view text) {
 Result<DrillView> parse_drill_view(std::string_view text) {
   auto j = parse(text, "drill.json", "cmax.drill/");
   if (!j) return fail("{}", j.error().message);
+  return drill_view(*j);
+}
+
+Result<DrillView> drill_view(const nlohmann::json& doc) {
+  const json* j = &doc;
   DrillView v;
   v.drill_id = str(*j, "drill_id");
   v.scenario = str(*j, "scenario");
@@ -211,8 +231,15 @@ Result<DrillView> parse_drill_view(std::string_view text) {
 Result<SlaView> parse_sla_view(std::string_view text) {
   auto j = parse(text, "sla.json", "cmax.sla/");
   if (!j) return fail("{}", j.error().message);
+  return sla_view(*j);
+}
+
+Result<SlaView> sla_view(const nlohmann::json& doc) {
+  const json* j = &doc;
   SlaView v;
-  const json& contract = j->contains("contract") ? (*j)["contract"] : json::object();
+  static const json kNone = json::object();
+  auto c = j->find("contract");
+  const json& contract = c != j->end() ? *c : kNone;
   v.contract = str(contract, "name");
   v.scope = str(contract, "scope");
   v.currency = str(contract, "currency");
@@ -272,50 +299,43 @@ Result<std::string> inline_svg(std::string_view svg) {
 }
 
 Result<RunReport> load_run(const std::string& dir, const score::Rubric& rubric) {
-  auto ev = score::read_evidence(dir);
+  score::ParsedDocuments docs;
+  auto ev = score::read_evidence(dir, &docs);
   if (!ev) return fail("{}", ev.error().message);
   RunReport r;
   r.dir = dir;
   r.label = ev->label;
   r.host = ev->host;
   r.card = score::score_run(rubric, *ev);
-  r.findings = ev->findings;
-  r.warnings = ev->warnings;
+  r.findings = std::move(ev->findings);
+  r.warnings = std::move(ev->warnings);  // documents present but unusable are listed there already
   const fs::path base(dir);
-  auto doc = [&](const char* name) -> std::optional<std::string> {
-    std::error_code ec;
-    if (!fs::is_regular_file(base / name, ec)) return std::nullopt;
-    std::string error;
-    std::string text = read_file(base / name, &error);
-    if (!error.empty()) {
-      r.warnings.push_back(error);
-      return std::nullopt;
-    }
-    return text;
-  };
-  // A document that is present but unusable is a warning here too; score::read_evidence already
-  // listed the ones it reads, so only new messages are added.
   auto warn = [&](const std::string& message) {
     if (std::find(r.warnings.begin(), r.warnings.end(), message) == r.warnings.end()) r.warnings.push_back(message);
   };
-  if (auto t = doc("cluster.json")) {
-    if (auto v = parse_cluster_view(*t)) r.cluster = std::move(*v);
+  // Each document was parsed once, by read_evidence; the views read the same trees.
+  auto doc = [&](std::string_view name) -> const json* {
+    auto it = docs.find(name);
+    return it == docs.end() ? nullptr : &it->second;
+  };
+  if (const json* d = doc("cluster.json")) {
+    if (auto v = cluster_view(*d)) r.cluster = std::move(*v);
     else warn(v.error().message);
   }
-  if (auto t = doc("scan.json")) {
-    if (auto v = parse_scan_view(*t)) r.scan = std::move(*v);
+  if (const json* d = doc("scan.json")) {
+    if (auto v = scan_view(*d)) r.scan = std::move(*v);
     else warn(v.error().message);
   }
-  if (auto t = doc("drill.json")) {
-    if (auto v = parse_drill_view(*t)) r.drill = std::move(*v);
+  if (const json* d = doc("drill.json")) {
+    if (auto v = drill_view(*d)) r.drill = std::move(*v);
     else warn(v.error().message);
   }
-  if (auto t = doc("sla.json")) {
-    if (auto v = parse_sla_view(*t)) r.sla = std::move(*v);
+  if (const json* d = doc("sla.json")) {
+    if (auto v = sla_view(*d)) r.sla = std::move(*v);
     else warn(v.error().message);
   }
-  if (auto t = doc("nccl.json")) {
-    if (auto v = parse_nccl_view(*t)) {
+  if (const json* d = doc("nccl.json")) {
+    if (auto v = nccl_view(*d)) {
       for (auto& c : v->runs) {
         if (c.chart_path.empty()) {
           c.svg_error = "no chart was written (nccl analyze --no-charts?)";
@@ -343,15 +363,12 @@ Result<RunReport> load_run(const std::string& dir, const score::Rubric& rubric) 
       warn(v.error().message);
     }
   }
-  {
-    std::error_code ec;
-    if (fs::is_regular_file(base / "bench.json", ec)) {
-      if (auto b = loadgen::read_bench(dir)) {
-        if (b->label.empty()) b->label = r.label;
-        r.bench = std::move(*b);
-      } else {
-        warn(b.error().message);
-      }
+  if (doc("bench.json")) {
+    if (auto b = loadgen::read_bench(dir)) {
+      if (b->label.empty()) b->label = r.label;
+      r.bench = std::move(*b);
+    } else {
+      warn(b.error().message);
     }
   }
   return r;

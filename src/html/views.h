@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "audit/model.h"
 #include "core/result.h"
 #include "loadgen/compare.h"
@@ -126,6 +128,12 @@ Result<ScanView> parse_scan_view(std::string_view text);
 Result<NcclView> parse_nccl_view(std::string_view text);
 Result<DrillView> parse_drill_view(std::string_view text);
 Result<SlaView> parse_sla_view(std::string_view text);
+// The same from a parsed document whose schema was checked (score::read_evidence's).
+Result<ClusterView> cluster_view(const nlohmann::json& doc);
+Result<ScanView> scan_view(const nlohmann::json& doc);
+Result<NcclView> nccl_view(const nlohmann::json& doc);
+Result<DrillView> drill_view(const nlohmann::json& doc);
+Result<SlaView> sla_view(const nlohmann::json& doc);
 
 /// An SVG document made ready to sit inside HTML: the XML declaration and anything before <svg
 /// dropped. Fails when the text holds no <svg ...>...</svg> or holds a script or a foreign reference.

@@ -47,6 +47,19 @@ bool actionable(std::string_view action) {
          action == "replace";
 }
 
+// The whole file in one read: no stream buffers copying it twice.
+Result<void> read_whole_file(const fs::path& path, std::string& out) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) return fail("open {}: {}", path.string(), std::strerror(errno));
+  const auto size = static_cast<std::size_t>(in.tellg());
+  out.resize(size);
+  in.seekg(0);
+  in.read(out.data(), static_cast<std::streamsize>(size));
+  out.resize(static_cast<std::size_t>(in.gcount()));
+  if (in.bad()) return fail("read {}: {}", path.string(), std::strerror(errno));
+  return ok();
+}
+
 }  // namespace
 
 const MetricSpec* find_metric(std::string_view name) {
@@ -55,10 +68,8 @@ const MetricSpec* find_metric(std::string_view name) {
   return nullptr;
 }
 
-Result<void> add_cluster_doc(std::string_view text, Evidence& ev) {
+Result<void> add_cluster_json(nlohmann::json& doc, Evidence& ev) {
   try {
-    json doc;
-    if (auto p = parse_doc(text, "cluster.json", "cmax.cluster/", doc); !p) return p;
     json* j = &doc;
     const json& nodes = (*j)["nodes"];
     if (!nodes.is_array()) return fail("cluster.json: no nodes array");
@@ -83,10 +94,14 @@ Result<void> add_cluster_doc(std::string_view text, Evidence& ev) {
   return ok();
 }
 
-Result<void> add_drill_doc(std::string_view text, Evidence& ev) {
+Result<void> add_cluster_doc(std::string_view text, Evidence& ev) {
+  json doc;
+  if (auto p = parse_doc(text, "cluster.json", "cmax.cluster/", doc); !p) return p;
+  return add_cluster_json(doc, ev);
+}
+
+Result<void> add_drill_json(nlohmann::json& doc, Evidence& ev) {
   try {
-    json doc;
-    if (auto p = parse_doc(text, "drill.json", "cmax.drill/", doc); !p) return p;
     json* j = &doc;
     const json& nodes = (*j)["nodes"];
     if (!nodes.is_array()) return fail("drill.json: no nodes array");
@@ -125,10 +140,14 @@ Result<void> add_drill_doc(std::string_view text, Evidence& ev) {
   return ok();
 }
 
-Result<void> add_nccl_doc(std::string_view text, Evidence& ev) {
+Result<void> add_drill_doc(std::string_view text, Evidence& ev) {
+  json doc;
+  if (auto p = parse_doc(text, "drill.json", "cmax.drill/", doc); !p) return p;
+  return add_drill_json(doc, ev);
+}
+
+Result<void> add_nccl_json(nlohmann::json& doc, Evidence& ev) {
   try {
-    json doc;
-    if (auto p = parse_doc(text, "nccl.json", "cmax.nccl/", doc); !p) return p;
     json* j = &doc;
     const json& runs = (*j)["runs"];
     if (!runs.is_array()) return fail("nccl.json: no runs array");
@@ -159,10 +178,14 @@ Result<void> add_nccl_doc(std::string_view text, Evidence& ev) {
   return ok();
 }
 
-Result<void> add_bench_doc(std::string_view text, Evidence& ev) {
+Result<void> add_nccl_doc(std::string_view text, Evidence& ev) {
+  json doc;
+  if (auto p = parse_doc(text, "nccl.json", "cmax.nccl/", doc); !p) return p;
+  return add_nccl_json(doc, ev);
+}
+
+Result<void> add_bench_json(nlohmann::json& doc, Evidence& ev) {
   try {
-    json doc;
-    if (auto p = parse_doc(text, "bench.json", "cmax.endpoint.bench/", doc); !p) return p;
     json* j = &doc;
     const json& overall = (*j)["overall"];
     if (auto hr = num(overall, "cache_hit_rate"))
@@ -181,10 +204,14 @@ Result<void> add_bench_doc(std::string_view text, Evidence& ev) {
   return ok();
 }
 
-Result<void> add_sla_doc(std::string_view text, Evidence& ev) {
+Result<void> add_bench_doc(std::string_view text, Evidence& ev) {
+  json doc;
+  if (auto p = parse_doc(text, "bench.json", "cmax.endpoint.bench/", doc); !p) return p;
+  return add_bench_json(doc, ev);
+}
+
+Result<void> add_sla_json(nlohmann::json& doc, Evidence& ev) {
   try {
-    json doc;
-    if (auto p = parse_doc(text, "sla.json", "cmax.sla/", doc); !p) return p;
     json* j = &doc;
     double hours = 0, down = 0;
     if ((*j)["months"].is_array())
@@ -205,11 +232,15 @@ Result<void> add_sla_doc(std::string_view text, Evidence& ev) {
   return ok();
 }
 
-Result<void> add_scan_doc(std::string_view text, Evidence& ev) {
+Result<void> add_sla_doc(std::string_view text, Evidence& ev) {
+  json doc;
+  if (auto p = parse_doc(text, "sla.json", "cmax.sla/", doc); !p) return p;
+  return add_sla_json(doc, ev);
+}
+
+Result<void> add_scan_json(nlohmann::json& doc, Evidence& ev) {
   if (ev.metrics.count("scan.actionable_per_node")) return ok();  // a cluster run's per-node scans win
   try {
-    json doc;
-    if (auto p = parse_doc(text, "scan.json", "cmax.scan/", doc); !p) return p;
     json* j = &doc;
     std::set<std::string> nodes;
     int n = 0;
@@ -227,12 +258,16 @@ Result<void> add_scan_doc(std::string_view text, Evidence& ev) {
   return ok();
 }
 
-Result<void> add_check_active_doc(std::string_view text, Evidence& ev) {
+Result<void> add_scan_doc(std::string_view text, Evidence& ev) {
+  json doc;
+  if (auto p = parse_doc(text, "scan.json", "cmax.scan/", doc); !p) return p;
+  return add_scan_json(doc, ev);
+}
+
+Result<void> add_check_active_json(nlohmann::json& doc, Evidence& ev) {
   for (const auto& f : ev.findings)
     if (f.check_id.rfind("check.", 0) == 0) return ok();
   try {
-    json doc;
-    if (auto p = parse_doc(text, "check-active.json", "cmax.check.active/", doc); !p) return p;
     json* j = &doc;
     if (!(*j)["results"].is_array()) return fail("check-active.json: no results array");
     for (const auto& r : (*j)["results"]) {
@@ -253,10 +288,14 @@ Result<void> add_check_active_doc(std::string_view text, Evidence& ev) {
   return ok();
 }
 
-Result<void> add_attestations_doc(std::string_view text, Evidence& ev) {
+Result<void> add_check_active_doc(std::string_view text, Evidence& ev) {
+  json doc;
+  if (auto p = parse_doc(text, "check-active.json", "cmax.check.active/", doc); !p) return p;
+  return add_check_active_json(doc, ev);
+}
+
+Result<void> add_attestations_json(nlohmann::json& doc, Evidence& ev) {
   try {
-    json doc;
-    if (auto p = parse_doc(text, "attestations.json", "cmax.attestations/", doc); !p) return p;
     json* j = &doc;
     if (!(*j)["attestations"].is_array()) return fail("attestations.json: no attestations array");
     std::size_t i = 0;
@@ -283,7 +322,13 @@ Result<void> add_attestations_doc(std::string_view text, Evidence& ev) {
   return ok();
 }
 
-Result<Evidence> read_evidence(const std::string& dir) {
+Result<void> add_attestations_doc(std::string_view text, Evidence& ev) {
+  json doc;
+  if (auto p = parse_doc(text, "attestations.json", "cmax.attestations/", doc); !p) return p;
+  return add_attestations_json(doc, ev);
+}
+
+Result<Evidence> read_evidence(const std::string& dir, ParsedDocuments* keep) {
   auto report = report::read_run_dir(dir);
   if (!report) return Unexpected<Error>{report.error()};
   Evidence ev;
@@ -298,28 +343,39 @@ Result<Evidence> read_evidence(const std::string& dir) {
 
   struct Doc {
     const char* file;
-    Result<void> (*add)(std::string_view, Evidence&);
+    const char* schema;
+    Result<void> (*add)(json&, Evidence&);
   };
   // cluster.json before scan.json: a cluster run's per-node scans are the evidence of record.
-  const Doc docs[] = {{"cluster.json", add_cluster_doc}, {"check-active.json", add_check_active_doc},
-                      {"scan.json", add_scan_doc},       {"drill.json", add_drill_doc},
-                      {"nccl.json", add_nccl_doc},       {"bench.json", add_bench_doc},
-                      {"sla.json", add_sla_doc},         {"attestations.json", add_attestations_doc}};
+  const Doc docs[] = {{"cluster.json", "cmax.cluster/", add_cluster_json},
+                      {"check-active.json", "cmax.check.active/", add_check_active_json},
+                      {"scan.json", "cmax.scan/", add_scan_json},
+                      {"drill.json", "cmax.drill/", add_drill_json},
+                      {"nccl.json", "cmax.nccl/", add_nccl_json},
+                      {"bench.json", "cmax.endpoint.bench/", add_bench_json},
+                      {"sla.json", "cmax.sla/", add_sla_json},
+                      {"attestations.json", "cmax.attestations/", add_attestations_json}};
   for (const auto& d : docs) {
     fs::path path = fs::path(dir) / d.file;
     std::error_code ec;
     if (!fs::is_regular_file(path, ec)) continue;
-    std::ifstream in(path, std::ios::binary);
-    if (!in) {
-      ev.warnings.push_back(fmt::format("open {}: {}", path.string(), std::strerror(errno)));
+    // Scored from cluster.json already: scan.json is parsed only for a caller that shows it.
+    if (!keep && std::string_view(d.file) == "scan.json" && ev.metrics.count("scan.actionable_per_node")) continue;
+    std::string text;
+    if (auto r = read_whole_file(path, text); !r) {
+      ev.warnings.push_back(r.error().message);
       continue;
     }
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    if (auto r = d.add(ss.str(), ev); !r)
+    json doc;
+    auto r = parse_doc(text, d.file, d.schema, doc);
+    text = std::string();  // the parsed tree replaces the text; both at once is twice the memory
+    if (r) r = d.add(doc, ev);
+    if (!r) {
       ev.warnings.push_back(r.error().message + "; its evidence counts as missing");
-    else
-      ev.documents.push_back(d.file);
+      continue;
+    }
+    ev.documents.push_back(d.file);
+    if (keep) keep->insert_or_assign(d.file, std::move(doc));
   }
   return ev;
 }

@@ -10,6 +10,8 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "audit/model.h"
 #include "core/result.h"
 
@@ -56,8 +58,13 @@ struct Evidence {
   std::vector<std::string> warnings;   ///< documents present but unreadable: their metrics are missing
 };
 
-/// Reads `dir`. Fails (a usage error) only when results.json is missing or unreadable.
-Result<Evidence> read_evidence(const std::string& dir);
+/// The stage documents read_evidence parsed, by file name ("sla.json"), for a caller that shows
+/// them as well (cmax report), so that none is parsed twice.
+using ParsedDocuments = std::map<std::string, nlohmann::json, std::less<>>;
+
+/// Reads `dir`. Fails (a usage error) only when results.json is missing or unreadable. With
+/// `keep`, every stage document that parsed with its schema is moved into it.
+Result<Evidence> read_evidence(const std::string& dir, ParsedDocuments* keep = nullptr);
 
 // The document readers, pure: each adds what it finds to `ev`, or returns why the text is unusable.
 Result<void> add_cluster_doc(std::string_view text, Evidence& ev);
@@ -71,5 +78,14 @@ Result<void> add_scan_doc(std::string_view text, Evidence& ev);
 Result<void> add_check_active_doc(std::string_view text, Evidence& ev);
 /// cmax.attestations/1: reviewed documents (SOC2 report, NCP status) as findings "attest.<id>".
 Result<void> add_attestations_doc(std::string_view text, Evidence& ev);
+// The same from a parsed document whose schema was checked.
+Result<void> add_cluster_json(nlohmann::json& doc, Evidence& ev);
+Result<void> add_drill_json(nlohmann::json& doc, Evidence& ev);
+Result<void> add_nccl_json(nlohmann::json& doc, Evidence& ev);
+Result<void> add_bench_json(nlohmann::json& doc, Evidence& ev);
+Result<void> add_sla_json(nlohmann::json& doc, Evidence& ev);
+Result<void> add_scan_json(nlohmann::json& doc, Evidence& ev);
+Result<void> add_check_active_json(nlohmann::json& doc, Evidence& ev);
+Result<void> add_attestations_json(nlohmann::json& doc, Evidence& ev);
 
 }  // namespace cmax::score
