@@ -1,0 +1,40 @@
+// libFuzzer target: cmax audit isolation's parsers of what it reads from the network and the
+// command line: an HTTP answer (complete or not, closed or not), a scope, an IPv4 address, a JSON
+// array's length. Invariants: no crash on any bytes; an address that parses formats back to text
+// that parses to the same address; a parsed scope never counts more hosts than 2^32; an answer
+// that is "complete" parses.
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <string_view>
+
+#include "isolation/http_answer.h"
+#include "isolation/scope.h"
+#include "isolation/services.h"
+
+namespace {
+
+void check(bool ok) {
+  if (!ok) std::abort();
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* bytes, std::size_t size) {
+  using namespace cmax::isolation;
+  const std::string_view data(reinterpret_cast<const char*>(bytes), size);
+  for (bool closed : {false, true}) {
+    auto a = parse_http_answer(data, closed);
+    if (a) check(a->body.size() <= data.size());
+  }
+  if (http_answer_complete(data)) check(parse_http_answer(data, false).has_value());
+  const std::string_view line = data.substr(0, data.find('\n'));
+  if (auto ip = parse_ipv4(line)) {
+    auto again = parse_ipv4(format_ipv4(*ip));
+    check(again && *again == *ip);
+  }
+  if (auto s = parse_scope(line)) check(scope_host_count(*s) <= (std::uint64_t{1} << 32));
+  (void)json_array_length(data);
+  return 0;
+}
