@@ -1,11 +1,14 @@
-// cmax audit isolation --scope CIDR|HOST... [--ports LIST] [--dry-run] [--json]
+// cmax audit isolation --scope CIDR|HOST... [--ports LIST] [--kube-api URL] [--dry-run] [--json]
 // What a tenant can reach from here: probes the named scopes and the metadata
-// address.
+// address, and asks the Kubernetes API what this identity may do.
 
 #include "apps/cmax/cmd_audit_isolation.h"
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
 #include <fstream>
 #include <memory>
 
@@ -14,6 +17,8 @@
 #include "report/audit_json.h"
 #include "report/sarif.h"
 #include "report/terminal.h"
+#include "sched/kubernetes.h"
+#include "sched/kubernetes_parse.h"
 
 namespace cmax::app {
 namespace {
@@ -29,8 +34,61 @@ struct IsolationState {
   bool no_metadata = false;
   bool dry_run = false;
   std::string sarif_path;
+  std::string kube_api;
+  std::string kube_token_file;
+  std::string kube_ca_file;
+  std::string kube_namespace;
+  bool no_kube = false;
   AuditFlags render;
 };
+
+constexpr const char *kServiceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount";
+
+bool readable(const std::string &path) { return static_cast<bool>(std::ifstream(path)); }
+
+// The service account's namespace file, else "default".
+std::string default_namespace() {
+  std::ifstream in(std::string(kServiceAccountDir) + "/namespace");
+  std::string ns;
+  if (in) std::getline(in, ns);
+  while (!ns.empty() && (ns.back() == '\n' || ns.back() == '\r' || ns.back() == ' '))
+    ns.pop_back();
+  return ns.empty() ? "default" : ns;
+}
+
+// Where the Kubernetes checks ask: --kube-api, else the in-cluster service account, else nowhere
+// (not_applicable). An error only for --kube-api values that cannot work.
+Result<void> set_kube(const IsolationState &s, isolation::IsolationOptions &o) {
+  if (s.no_kube) {
+    o.kube_off_reason = "not asked: --no-kube";
+    return {};
+  }
+  sched::KubernetesOptions api;
+  if (!s.kube_api.empty()) {
+    api.api_url = s.kube_api;
+    if (auto e = sched::kube::parse_api_url(api.api_url); !e)
+      return fail("--kube-api {}: {}", s.kube_api, e.error().message);
+    std::string sa_token = std::string(kServiceAccountDir) + "/token";
+    api.token_path = !s.kube_token_file.empty() ? s.kube_token_file
+                     : readable(sa_token)       ? sa_token
+                                                : std::string();
+    if (!s.kube_ca_file.empty()) api.ca_path = s.kube_ca_file;
+  } else if (std::getenv("KUBERNETES_SERVICE_HOST") != nullptr) {
+    auto in = sched::KubernetesOptions::in_cluster();
+    if (!in) return Unexpected<Error>{in.error()};
+    api = std::move(*in);
+    if (!s.kube_token_file.empty()) api.token_path = s.kube_token_file;
+    if (!s.kube_ca_file.empty()) api.ca_path = s.kube_ca_file;
+  } else {
+    return {};
+  }
+  isolation::KubeCheckOptions kube;
+  kube.api = std::move(api);
+  kube.api.timeout = std::chrono::milliseconds(std::max(s.timeout_ms, 2000));
+  kube.ns = s.kube_namespace.empty() ? default_namespace() : s.kube_namespace;
+  o.kube = std::move(kube);
+  return {};
+}
 
 int run(const IsolationState &s) {
   isolation::IsolationOptions o;
@@ -43,10 +101,19 @@ int run(const IsolationState &s) {
   o.prober.io_timeout = std::chrono::milliseconds(s.timeout_ms);
   o.prober.deadline = std::chrono::seconds(s.deadline_s);
   o.prober.rate_per_s = s.rate;
+  if (auto k = set_kube(s, o); !k) return environment_error(k.error().message);
   if (s.dry_run) {
     auto plan = isolation::make_plan(o);
     if (!plan) return environment_error(plan.error().message);
     fmt::print("{}", isolation::render_plan(*plan, o.prober));
+    if (o.kube)
+      fmt::print(
+          "Kubernetes: would ask {} (namespace {}): a SelfSubjectRulesReview per namespace, {} "
+          "SelfSubjectAccessReviews, {} pod creates with dryRun=All (nothing is created)\n",
+          o.kube->api.api_url, o.kube->ns, isolation::dangerous_permissions().size(),
+          isolation::risky_pods().size());
+    else
+      fmt::print("Kubernetes: not asked: {}\n", o.kube_off_reason);
     return audit::kExitOk;
   }
   raise_fd_limit();  // one socket per probe in flight
@@ -81,6 +148,10 @@ SubcommandRunner setup_audit_isolation(CLI::App &audit) {
       "unauthenticated read-only GET where the service\n"
       "speaks plain HTTP. Nothing outside --scope is probed; "
       "credentials are never requested.\n"
+      "With --kube-api, or inside a pod, it also asks the Kubernetes API what this identity "
+      "may do\n"
+      "(SelfSubjectRulesReview, SelfSubjectAccessReviews, pod creates with dryRun=All: nothing "
+      "is created).\n"
       "A probe that could not run is unverified, never a pass.\n"
       "Exit codes: 0 no fail; 1 a check failed; 2 a security "
       "check failed; 3 usage or environment error.");
@@ -109,6 +180,16 @@ SubcommandRunner setup_audit_isolation(CLI::App &audit) {
                 "and probe nothing");
   sub->add_option("--sarif", s->sarif_path,
                   "Also write the security findings as SARIF 2.1.0 to FILE");
+  sub->add_option("--kube-api", s->kube_api,
+                  "Kubernetes API server to ask what this identity may do (default: the "
+                  "in-cluster service account's, when running in a pod)");
+  sub->add_option("--kube-token-file", s->kube_token_file,
+                  "Bearer token to ask with (default: the service account's token)");
+  sub->add_option("--kube-ca-file", s->kube_ca_file,
+                  "CA bundle of the API server (default: the service account's ca.crt)");
+  sub->add_option("--namespace", s->kube_namespace,
+                  "The tenant's namespace (default: the service account's, else default)");
+  sub->add_flag("--no-kube", s->no_kube, "Do not ask the Kubernetes API anything");
   add_render_flags(*sub, s->render);
   return {sub, [s] { return run(*s); }};
 }

@@ -358,6 +358,17 @@ Result<audit::AuditReport> run_isolation(const IsolationOptions &o,
                        source);
   report.facts.present("isolation.deadline_hit", run->deadline_hit ? "true" : "false", source);
   if (notes) *notes = run_notes(*plan, *run);
+  if (o.kube) {
+    sched::KubeClient client(o.kube->api);
+    auto kube = run_kube_checks(*o.kube, client);
+    for (auto &f : kube.findings) report.findings.push_back(std::move(f));
+    for (auto &[key, value] : kube.facts) report.facts.present(key, value, source);
+    if (notes)
+      for (auto &n : kube.notes) notes->push_back(std::move(n));
+  } else {
+    for (auto &f : kube_not_applicable(o.kube_off_reason)) report.findings.push_back(std::move(f));
+  }
+  report.finished_at = core::format_utc(clock.now());
   return report;
 }
 

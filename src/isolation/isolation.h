@@ -5,12 +5,14 @@
 // (category security) with the three-way result.
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "audit/audit.h"
 #include "core/clock.h"
 #include "core/result.h"
+#include "isolation/kube_checks.h"
 #include "isolation/prober.h"
 #include "isolation/scope.h"
 #include "isolation/services.h"
@@ -26,6 +28,11 @@ struct IsolationOptions {
   ProberOptions prober;
   Resolver resolver;                   ///< null: getaddrinfo
   const core::Clock *clock = nullptr;  ///< null: the system clock
+  /// Where the Kubernetes permission checks ask; null: they are not_applicable
+  /// with kube_off_reason.
+  std::optional<KubeCheckOptions> kube;
+  std::string kube_off_reason =
+      "no Kubernetes API configured (--kube-api or in-cluster service account)";
 };
 
 /// One planned probe: which service on which address (index-aligned with

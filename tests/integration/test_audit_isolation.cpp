@@ -18,6 +18,7 @@
 #include <sstream>
 #include <thread>
 
+#include "audit_json_util.h"
 #include "core/process.h"
 #include "support/daemon.h"
 
@@ -116,16 +117,8 @@ std::string read_all(const std::filesystem::path &p) {
   return ss.str();
 }
 
-const json *finding(const json &report, std::string_view id) {
-  for (const auto &f : report["findings"])
-    if (f["id"] == id) return &f;
-  return nullptr;
-}
-
-std::string result_of(const json &report, std::string_view id) {
-  const json *f = finding(report, id);
-  return f ? (*f)["result"].get<std::string>() : "missing";
-}
+const json* finding(const json& report, std::string_view id) { return cmax::test::audit_finding(report, id); }
+std::string result_of(const json& report, std::string_view id) { return cmax::test::audit_result(report, id); }
 
 class AuditIsolation : public ::testing::Test {
  protected:
