@@ -132,13 +132,25 @@ TEST(CmaxReport, ARealRunRendersInHeadlessChromiumWithEveryChartAndNoConsoleMess
   ASSERT_TRUE(fs::exists(dir / "report.html"));
 
   // 2. The stages, into the same directory.
+  // Real logs kept in the repository (tests/golden/nccl/README.md says where each comes from).
+  const fs::path golden = fs::path(CMAX_SOURCE_DIR) / "tests" / "golden" / "nccl";
   auto nccl = cmax_cmd({"nccl", "analyze", "--out", dir.string(),
-                        (cmax::test::shared_data_dir() / "nccl" / "02_nccl-tests-309_h100_4node_32gpu_allreduce_default.txt").string(),
-                        (cmax::test::shared_data_dir() / "nccl" / "08_aws-ofi-nccl-65_p4d_2node_16gpu_allreduce_dip_64MB_oldformat.txt").string()});
+                        (golden / "02_nccl-tests-309_h100_4node_32gpu_allreduce_default.txt").string(),
+                        (golden / "08_aws-ofi-nccl-65_p4d_2node_16gpu_allreduce_dip_64MB_oldformat.txt").string()});
   ASSERT_LE(nccl.code, 1) << nccl.out << nccl.err;
   ASSERT_TRUE(fs::exists(dir / "nccl.json"));
 
-  auto scan = cmax_cmd({"scan", "--json", (cmax::test::shared_data_dir() / "xid" / "kernel_log_examples.txt").string()});
+  // Real Xid lines (shared/data/xid/kernel_log_examples.txt, which is not beside every checkout).
+  write(t.dir() / "kern.log",
+        "[ 130.456250] [ T1946] NVRM: Xid (PCI:0000:2b:00): 31, pid=1942, name=llama-bench, channel 0x00000002, intr "
+        "00000000. MMU Fault: ENGINE GRAPHICS GPC6 GPCCLIENT_T1_13 faulted @ 0x6f6f_320c2000. Fault is of type "
+        "FAULT_PDE ACCESS_TYPE_VIRT_READ\n"
+        "NVRM: Xid (PCI:0000:8a:00): 48, An uncorrectable double bit error (DBE) has been detected on GPU in the "
+        "framebuffer at partition 4, subpartition 1\n"
+        "[2397166.923949] NVRM: Xid (PCI:0000:0f:00): 64, pid='<unknown>', name=<unknown>, Row Remapper Error: "
+        "(0x00000002eebc4100) - All reserved rows for bank are remapped\n"
+        "NVRM: Xid (PCI:0000:01:00): 43, Ch 00000020, engmask 00000101\n");
+  auto scan = cmax_cmd({"scan", "--json", (t.dir() / "kern.log").string()});
   ASSERT_LE(scan.code, 1) << scan.err;
   write(dir / "scan.json", scan.out);
 
