@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "audit/attention.h"
 #include "core/svg_text.h"
 #include "html/charts.h"
 #include "score/compare.h"
@@ -100,16 +101,6 @@ struct CheckGroup {
   audit::Outcome worst = audit::Outcome::not_applicable;
 };
 
-int severity(audit::Outcome o) {
-  switch (o) {
-    case audit::Outcome::fail: return 4;
-    case audit::Outcome::warn: return 3;
-    case audit::Outcome::unverified: return 2;
-    case audit::Outcome::pass: return 1;
-    case audit::Outcome::not_applicable: return 0;
-  }
-  return 0;
-}
 
 std::vector<CheckGroup> group_findings(const std::vector<audit::Finding>& findings) {
   std::vector<CheckGroup> groups;
@@ -124,11 +115,11 @@ std::vector<CheckGroup> group_findings(const std::vector<audit::Finding>& findin
     }
     auto& g = groups[it->second];
     g.members.push_back(&f);
-    if (severity(f.outcome) > severity(g.worst)) g.worst = f.outcome;
+    if (audit::attention_rank(f.outcome) > audit::attention_rank(g.worst)) g.worst = f.outcome;
   }
   for (auto& g : groups)
     std::stable_sort(g.members.begin(), g.members.end(), [](const audit::Finding* a, const audit::Finding* b) {
-      return severity(a->outcome) > severity(b->outcome);
+      return audit::attention_rank(a->outcome) > audit::attention_rank(b->outcome);
     });
   std::stable_sort(groups.begin(), groups.end(), [](const CheckGroup& a, const CheckGroup& b) {
     const auto& fa = *a.members.front();

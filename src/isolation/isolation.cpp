@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <map>
 
+#include "audit/attention.h"
 #include "core/strings.h"
 
 namespace cmax::isolation {
@@ -19,23 +20,6 @@ constexpr std::string_view kCriterion = "Security: tenant isolation (services a 
 constexpr std::string_view kExpected =
     "not reachable from a tenant, or refuses requests without credentials";
 constexpr std::size_t kListedAddresses = 8;
-
-// fail > warn > unverified > pass: the summary shows the worst a tenant could
-// do.
-int rank(Outcome o) {
-  switch (o) {
-    case Outcome::fail:
-      return 4;
-    case Outcome::warn:
-      return 3;
-    case Outcome::unverified:
-      return 2;
-    case Outcome::pass:
-      return 1;
-    default:
-      return 0;
-  }
-}
 
 std::string endpoint(Ipv4 addr, std::uint16_t port) {
   return fmt::format("{}:{}", format_ipv4(addr), port);
@@ -260,12 +244,13 @@ std::vector<Finding> judge(const Plan &plan, const ProbeRun &run, const ProberOp
     ++t.reach[r.reach];
     if (not_reachable(s, r)) continue;
     if (r.reach != Reach::open) {
-      t.worst = rank(Outcome::unverified) > rank(t.worst) ? Outcome::unverified : t.worst;
+      if (audit::attention_rank(Outcome::unverified) > audit::attention_rank(t.worst))
+        t.worst = Outcome::unverified;
       t.problems.push_back(fmt::format("{}: {}", format_ipv4(p.addr), r.detail));
       continue;
     }
     Verdict v = judge_open(s, r, bounds);
-    if (rank(v.outcome) > rank(t.worst)) t.worst = v.outcome;
+    if (audit::attention_rank(v.outcome) > audit::attention_rank(t.worst)) t.worst = v.outcome;
     t.answered.push_back(fmt::format("{} ({})", format_ipv4(p.addr), audit::to_string(v.outcome)));
     Finding f = base_finding(s);
     f.check_id += "@" + endpoint(p.addr, s.port);
