@@ -39,6 +39,7 @@ struct IsolationState {
   std::string kube_ca_file;
   std::string kube_namespace;
   bool no_kube = false;
+  std::string egress_canary;
   AuditFlags render;
 };
 
@@ -101,6 +102,7 @@ int run(const IsolationState &s) {
   o.prober.io_timeout = std::chrono::milliseconds(s.timeout_ms);
   o.prober.deadline = std::chrono::seconds(s.deadline_s);
   o.prober.rate_per_s = s.rate;
+  o.egress_canary = s.egress_canary;
   if (auto k = set_kube(s, o); !k) return environment_error(k.error().message);
   if (s.dry_run) {
     auto plan = isolation::make_plan(o);
@@ -142,12 +144,11 @@ SubcommandRunner setup_audit_isolation(CLI::App &audit) {
   auto *sub = audit.add_subcommand(
       "isolation", "What a tenant can reach from here: probe named scopes (read-only)");
   sub->description(
-      "Probes the scopes you name (and the link-local metadata "
-      "address 169.254.169.254) for services a\n"
-      "tenant should not reach: TCP connect, then one "
-      "unauthenticated read-only GET where the service\n"
-      "speaks plain HTTP. Nothing outside --scope is probed; "
-      "credentials are never requested.\n"
+      "Probes the scopes you name (and the link-local metadata address 169.254.169.254) for\n"
+      "services a tenant should not reach: TCP connect, then one unauthenticated read-only\n"
+      "request where a service is found (GET over HTTP or TLS; for IPMI one session-less UDP\n"
+      "query). Nothing outside --scope is probed; credentials are never sent or requested.\n"
+      "With --egress-canary URL, one GET to a server you own tells whether egress is open.\n"
       "With --kube-api, or inside a pod, it also asks the Kubernetes API what this identity "
       "may do\n"
       "(SelfSubjectRulesReview, SelfSubjectAccessReviews, pod creates with dryRun=All: nothing "
@@ -161,7 +162,7 @@ SubcommandRunner setup_audit_isolation(CLI::App &audit) {
   sub->add_option("--ports", s->ports,
                   "Ports or service names to probe, e.g. 3000,9090 or "
                   "grafana,ray (default: every default "
-                  "service; redfish is opt-in)")
+                  "service; redfish and ipmi are opt-in, for BMC ranges)")
       ->delimiter(',');
   sub->add_option("--max-hosts", s->max_hosts, "Refuse scopes holding more addresses than this")
       ->check(CLI::Range(1, 1 << 20));
@@ -190,6 +191,9 @@ SubcommandRunner setup_audit_isolation(CLI::App &audit) {
   sub->add_option("--namespace", s->kube_namespace,
                   "The tenant's namespace (default: the service account's, else default)");
   sub->add_flag("--no-kube", s->no_kube, "Do not ask the Kubernetes API anything");
+  sub->add_option("--egress-canary", s->egress_canary,
+                  "http(s) URL of a server you own: one GET (no credentials, no redirects, the "
+                  "environment's proxy honoured) to learn whether this tenant reaches it");
   add_render_flags(*sub, s->render);
   return {sub, [s] { return run(*s); }};
 }

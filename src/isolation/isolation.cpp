@@ -9,6 +9,8 @@
 
 #include "audit/attention.h"
 #include "core/strings.h"
+#include "isolation/egress.h"
+#include "isolation/ipmi.h"
 
 namespace cmax::isolation {
 namespace {
@@ -61,10 +63,13 @@ Verdict judge_open(const Service &s, const ProbeResult &r, const ProberOptions &
   switch (s.request) {
     case Request::connect_only:
       return {s.when_open, fmt::format("TCP port open (connected in {:.1f} ms); nothing sent", ms)};
-    case Request::tls_pending:
-      return {s.when_open,
-              "TCP port open (TLS); the anonymous HTTPS request is "
-              "not sent by this version"};
+    case Request::udp:
+      return s.classify_bytes ? s.classify_bytes(r.answer)
+                              : Verdict{Outcome::warn, "UDP port answered"};
+    case Request::https_get:
+      if (!r.tls_error.empty())
+        return {Outcome::unverified, fmt::format("TCP port open; no TLS session: {}", r.tls_error)};
+      break;
     case Request::http_get:
       break;
   }
@@ -175,16 +180,15 @@ Result<Plan> make_plan(const IsolationOptions &o) {
                                 : std::find(chosen.begin(), chosen.end(), &s) != chosen.end();
     (take && !plan.hosts.empty() ? plan.services : plan.skipped).push_back(&s);
   }
-  if (plan.hosts.empty() && !plan.metadata)
-    return fail(
-        "plan: nothing to probe; name at least one --scope (or leave "
-        "out --no-metadata)");
+  if (!o.egress_canary.empty())
+    if (auto ok = check_canary_url(o.egress_canary); !ok) return Unexpected<Error>{ok.error()};
+  plan.egress_canary = o.egress_canary;
 
   // Port-major order spreads the connects of one moment over many hosts.
   for (const auto *s : plan.services)
     for (Ipv4 h : plan.hosts) {
       plan.probes.push_back({s, h});
-      plan.targets.push_back({h, s->port, build_request(*s, endpoint(h, s->port))});
+      plan.targets.push_back({h, s->port, build_request(*s, endpoint(h, s->port)), wire_of(*s)});
     }
   if (plan.metadata) {
     plan.probes.push_back({plan.metadata, plan.metadata_address});
@@ -208,11 +212,16 @@ std::string render_plan(const Plan &plan, const ProberOptions &b) {
       "every address):\n",
       plan.hosts.size(), plan.hosts.size() == 1 ? "" : "es");
   for (const auto *s : plan.services)
-    out += fmt::format("  {:>5}/tcp  {:<17} {}\n", s->port, s->key, describe_request(*s));
+    out += fmt::format("  {:>5}/{}  {:<17} {}\n", s->port, protocol_name(*s), s->key,
+                       describe_request(*s));
   if (plan.metadata)
     out += fmt::format("\nMetadata:\n  {}:{}/tcp  {}  (never a credential path)\n",
                        format_ipv4(plan.metadata_address), plan.metadata->port,
                        describe_request(*plan.metadata));
+  out += plan.egress_canary.empty()
+             ? "\nEgress canary: not asked (--egress-canary URL)\n"
+             : fmt::format("\nEgress canary: one GET {} (no credentials, no redirects)\n",
+                           plan.egress_canary);
   if (!plan.skipped.empty()) {
     out += "\nNot probed:";
     for (const auto *s : plan.skipped) out += fmt::format(" {}({})", s->key, s->port);
@@ -256,15 +265,29 @@ std::vector<Finding> judge(const Plan &plan, const ProbeRun &run, const ProberOp
     f.check_id += "@" + endpoint(p.addr, s.port);
     f.outcome = v.outcome;
     f.observed = v.observed;
-    f.evidence_source = s.request == Request::http_get
-                            ? fmt::format("GET http://{}{}", endpoint(p.addr, s.port), s.path)
-                            : fmt::format("TCP connect {}", endpoint(p.addr, s.port));
-    f.evidence_value = one_line(r.answer, 200);
+    switch (s.request) {
+      case Request::http_get:
+        f.evidence_source = fmt::format("GET http://{}{}", endpoint(p.addr, s.port), s.path);
+        f.evidence_value = one_line(r.answer, 200);
+        break;
+      case Request::https_get:
+        f.evidence_source = fmt::format("GET https://{}{}", endpoint(p.addr, s.port), s.path);
+        f.evidence_value = one_line(r.answer, 200);
+        if (!r.tls_peer.empty())
+          f.evidence_value = fmt::format("certificate {}; {}", r.tls_peer, f.evidence_value);
+        break;
+      case Request::udp:
+        f.evidence_source = fmt::format("UDP {}: {}", endpoint(p.addr, s.port), describe_request(s));
+        f.evidence_value = hex_bytes(r.answer);
+        break;
+      case Request::connect_only:
+        f.evidence_source = fmt::format("TCP connect {}", endpoint(p.addr, s.port));
+        break;
+    }
     if (v.outcome == Outcome::unverified)
-      f.reason = s.request == Request::tls_pending
-                     ? "the port is open, but whether it answers without "
-                       "credentials needs the TLS request (not "
-                       "implemented yet)"
+      f.reason = !r.tls_error.empty()
+                     ? "the port is open, but no TLS session came up, so whether it answers "
+                       "without credentials is unknown"
                      : "the port is open, but its answer could not be judged";
     per_target.push_back(std::move(f));
   }
@@ -343,6 +366,9 @@ Result<audit::AuditReport> run_isolation(const IsolationOptions &o,
                        source);
   report.facts.present("isolation.deadline_hit", run->deadline_hit ? "true" : "false", source);
   if (notes) *notes = run_notes(*plan, *run);
+  report.findings.push_back(judge_egress(
+      plan->egress_canary, plan->egress_canary.empty() ? EgressResult{}
+                                                       : probe_egress(plan->egress_canary, o.egress_timeout)));
   if (o.kube) {
     sched::KubeClient client(o.kube->api);
     auto kube = run_kube_checks(*o.kube, client);

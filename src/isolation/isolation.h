@@ -4,6 +4,7 @@
 // concurrency, rate and time, and judges each answer into audit findings
 // (category security) with the three-way result.
 
+#include <chrono>
 #include <cstddef>
 #include <optional>
 #include <string>
@@ -33,6 +34,9 @@ struct IsolationOptions {
   std::optional<KubeCheckOptions> kube;
   std::string kube_off_reason =
       "no Kubernetes API configured (--kube-api or in-cluster service account)";
+  /// --egress-canary: one GET to this URL after the probes; empty: not asked (not_applicable).
+  std::string egress_canary;
+  std::chrono::milliseconds egress_timeout{5000};
 };
 
 /// One planned probe: which service on which address (index-aligned with
@@ -53,12 +57,13 @@ struct Plan {
   Ipv4 metadata_address = kMetadataAddress;
   std::vector<PlannedProbe> probes;
   std::vector<ProbeTarget> targets;
+  std::string egress_canary;  ///< the one egress GET, or empty
 };
 
 /// Builds the plan; fails on a bad scope, an unknown port, a scope over
-/// max_hosts (naming
-/// --max-hosts), or nothing to probe. Resolves host names (DNS) and nothing
-/// else.
+/// max_hosts (naming --max-hosts), or a bad --egress-canary URL. Resolves host
+/// names (DNS) and nothing else. An empty plan is valid: the host-side checks
+/// and the canary still run.
 Result<Plan> make_plan(const IsolationOptions &options);
 
 /// The plan for --dry-run: scopes, host count, services with their one request,

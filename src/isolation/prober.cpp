@@ -3,12 +3,16 @@
 #include <arpa/inet.h>
 #include <fmt/format.h>
 #include <netinet/in.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <memory>
 #include <optional>
 
 #include "core/unique_fd.h"
@@ -22,18 +26,61 @@ using std::chrono::duration_cast;
 using std::chrono::microseconds;
 using std::chrono::milliseconds;
 
-enum class Phase : std::uint8_t { free, connecting, sending, reading };
+enum class Phase : std::uint8_t { free, connecting, handshaking, sending, reading };
+
+struct SslFree {
+  void operator()(SSL *s) const { SSL_free(s); }
+  void operator()(SSL_CTX *c) const { SSL_CTX_free(c); }
+};
+using SslPtr = std::unique_ptr<SSL, SslFree>;
+using SslCtxPtr = std::unique_ptr<SSL_CTX, SslFree>;
 
 struct Slot {
   Phase phase = Phase::free;
   std::size_t index = 0;
   core::UniqueFd fd;
+  SslPtr ssl;  // TLS targets, from the handshake on
   Clock::time_point started;
   Clock::time_point deadline;
   std::size_t sent = 0;
 };
 
 std::string errno_text(int err) { return std::strerror(err); }
+
+// The first queued OpenSSL error as text ("wrong version number"), or `fallback`.
+std::string ssl_error_text(std::string_view fallback) {
+  unsigned long e = ERR_get_error();
+  ERR_clear_error();
+  if (e == 0) return std::string(fallback);
+  const char *reason = ERR_reason_error_string(e);
+  return reason ? std::string(reason) : fmt::format("OpenSSL error 0x{:x}", e);
+}
+
+// A client context for probing: any certificate (none is checked: nothing secret is sent and
+// the question is only whether the service answers anonymously), any protocol version a BMC
+// may still speak.
+SslCtxPtr make_probe_ctx() {
+  SslCtxPtr ctx(SSL_CTX_new(TLS_client_method()));
+  if (!ctx) return ctx;
+  SSL_CTX_set_verify(ctx.get(), SSL_VERIFY_NONE, nullptr);
+  SSL_CTX_set_security_level(ctx.get(), 0);
+  SSL_CTX_set_min_proto_version(ctx.get(), TLS1_VERSION);
+  SSL_CTX_set_mode(ctx.get(), SSL_MODE_ENABLE_PARTIAL_WRITE);
+  return ctx;
+}
+
+std::string peer_subject(SSL *ssl) {
+  X509 *cert = SSL_get1_peer_certificate(ssl);
+  if (!cert) return {};
+  std::string out;
+  if (char *line = X509_NAME_oneline(X509_get_subject_name(cert), nullptr, 0)) {
+    out = line;
+    OPENSSL_free(line);
+  }
+  X509_free(cert);
+  if (out.starts_with('/')) out.erase(0, 1);
+  return out;
+}
 
 // A connect error reported by the kernel after the SYN went out (SO_ERROR).
 void classify_async_error(int err, ProbeResult &r) {
@@ -88,6 +135,8 @@ class Loop {
         epoll_(std::move(epoll)),
         slots_(static_cast<std::size_t>(o.concurrency)) {
     run_.results.resize(targets.size());
+    if (std::any_of(targets.begin(), targets.end(), [](const ProbeTarget &t) { return t.wire == Wire::tls; }))
+      ctx_ = make_probe_ctx();
   }
 
   ProbeRun run() {
@@ -131,6 +180,8 @@ class Loop {
         if (slots_[i].phase == Phase::connecting) {
           r.reach = Reach::skipped;
           r.detail = "the global deadline passed while connecting";
+        } else if (targets_[slots_[i].index].wire == Wire::udp) {
+          r.detail = "the global deadline passed while waiting for the answer";
         } else {
           r.answer_timed_out = true;
         }
@@ -146,6 +197,10 @@ class Loop {
   void start(std::size_t index, Clock::time_point now) {
     auto &r = run_.results[index];
     const auto &t = targets_[index];
+    if (t.wire == Wire::udp) {
+      start_udp(index, now);
+      return;
+    }
     core::UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
     if (!fd) {
       r.reach = Reach::error;
@@ -183,6 +238,67 @@ class Loop {
     if (rc == 0) connected(slot, now);
   }
 
+  // UDP: connect (this only sets the peer and finds a route), send the one datagram, wait for
+  // one back. An ICMP port unreachable arrives as ECONNREFUSED on the next read.
+  void start_udp(std::size_t index, Clock::time_point now) {
+    auto &r = run_.results[index];
+    const auto &t = targets_[index];
+    core::UniqueFd fd(::socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+    if (!fd) {
+      r.reach = Reach::error;
+      r.detail = fmt::format("socket: {} (raise the open-file limit or lower --concurrency)",
+                             errno_text(errno));
+      return;
+    }
+    sockaddr_in sa{};
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons(t.port);
+    sa.sin_addr.s_addr = htonl(t.addr);
+    if (::connect(fd.get(), reinterpret_cast<const sockaddr *>(&sa), sizeof sa) != 0 ||
+        ::send(fd.get(), t.request.data(), t.request.size(), MSG_NOSIGNAL) < 0) {
+      classify_sync_error(errno, r);
+      return;
+    }
+    std::size_t slot = free_slot();
+    auto &s = slots_[slot];
+    s.fd = std::move(fd);
+    s.index = index;
+    s.started = now;
+    s.deadline = now + o_.io_timeout;
+    s.sent = t.request.size();
+    s.phase = Phase::reading;
+    ++in_flight_;
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u64 = slot;
+    if (::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, s.fd.get(), &ev) != 0) {
+      r.reach = Reach::error;
+      r.detail = fmt::format("epoll_ctl: {}", errno_text(errno));
+      release(slot);
+    }
+  }
+
+  void read_datagram(std::size_t slot, Clock::time_point now) {
+    auto &s = slots_[slot];
+    auto &r = run_.results[s.index];
+    char buf[2048];
+    ssize_t n = ::recv(s.fd.get(), buf, std::min(sizeof buf, o_.max_answer_bytes), 0);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
+    if (n >= 0) {
+      r.reach = Reach::open;
+      r.connect_time = duration_cast<microseconds>(now - s.started);
+      r.answer.assign(buf, static_cast<std::size_t>(n));
+      r.answer_closed = true;
+    } else if (errno == ECONNREFUSED) {
+      r.reach = Reach::closed;
+      r.error_number = errno;
+      r.detail = "ICMP port unreachable (Connection refused)";
+    } else {
+      classify_async_error(errno, r);
+    }
+    release(slot);
+  }
+
   std::size_t free_slot() {
     for (std::size_t i = 0; i < slots_.size(); ++i) {
       std::size_t j = (hint_ + i) % slots_.size();
@@ -197,6 +313,7 @@ class Loop {
   void release(std::size_t slot) {
     auto &s = slots_[slot];
     ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, s.fd.get(), nullptr);
+    s.ssl.reset();  // no close_notify: the connection just ends
     s.fd.reset();
     s.phase = Phase::free;
     --in_flight_;
@@ -218,15 +335,75 @@ class Loop {
       release(slot);
       return;
     }
-    s.phase = Phase::sending;
     s.deadline = now + o_.io_timeout;
+    if (targets_[s.index].wire == Wire::tls) {
+      if (!ctx_ || !(s.ssl = SslPtr(SSL_new(ctx_.get()))) || SSL_set_fd(s.ssl.get(), s.fd.get()) != 1) {
+        r.tls_error = ssl_error_text("cannot set up TLS");
+        release(slot);
+        return;
+      }
+      SSL_set_connect_state(s.ssl.get());
+      s.phase = Phase::handshaking;
+      handshake(slot);
+      return;
+    }
+    s.phase = Phase::sending;
     send_some(slot);
+  }
+
+  // What an SSL call that returned `rc` wants: true to wait (events set), false on failure.
+  bool ssl_wait(std::size_t slot, int rc) {
+    int err = SSL_get_error(slots_[slot].ssl.get(), rc);
+    if (err == SSL_ERROR_WANT_READ) {
+      set_events(slot, EPOLLIN | EPOLLRDHUP);
+      return true;
+    }
+    if (err == SSL_ERROR_WANT_WRITE) {
+      set_events(slot, EPOLLOUT);
+      return true;
+    }
+    return false;
+  }
+
+  void handshake(std::size_t slot) {
+    auto &s = slots_[slot];
+    auto &r = run_.results[s.index];
+    ERR_clear_error();
+    int rc = SSL_do_handshake(s.ssl.get());
+    if (rc == 1) {
+      r.tls_peer = peer_subject(s.ssl.get());
+      s.phase = Phase::sending;
+      send_some(slot);
+      return;
+    }
+    if (ssl_wait(slot, rc)) return;
+    int err = SSL_get_error(s.ssl.get(), rc);
+    r.tls_error = err == SSL_ERROR_SYSCALL && ERR_peek_error() == 0
+                      ? (errno != 0 ? fmt::format("connection lost in the handshake: {}", errno_text(errno))
+                                    : std::string("the peer closed the connection in the handshake"))
+                      : ssl_error_text("handshake failed");
+    r.answer_closed = true;
+    release(slot);
   }
 
   void send_some(std::size_t slot) {
     auto &s = slots_[slot];
     const auto &req = targets_[s.index].request;
     while (s.sent < req.size()) {
+      if (s.ssl) {
+        ERR_clear_error();
+        int n = SSL_write(s.ssl.get(), req.data() + s.sent, static_cast<int>(req.size() - s.sent));
+        if (n > 0) {
+          s.sent += static_cast<std::size_t>(n);
+          continue;
+        }
+        if (ssl_wait(slot, n)) return;
+        auto &r = run_.results[s.index];
+        r.detail = fmt::format("send the request over TLS: {}", ssl_error_text("write failed"));
+        r.answer_closed = true;
+        release(slot);
+        return;
+      }
       ssize_t n = ::send(s.fd.get(), req.data() + s.sent, req.size() - s.sent, MSG_NOSIGNAL);
       if (n > 0) {
         s.sent += static_cast<std::size_t>(n);
@@ -254,6 +431,22 @@ class Loop {
       std::size_t room = o_.max_answer_bytes - std::min(o_.max_answer_bytes, r.answer.size());
       if (room == 0) {
         release(slot);  // bounded: the rest of the answer is not read
+        return;
+      }
+      if (s.ssl) {
+        ERR_clear_error();
+        int n = SSL_read(s.ssl.get(), buf, static_cast<int>(std::min(room, sizeof buf)));
+        if (n > 0) {
+          r.answer.append(buf, static_cast<std::size_t>(n));
+          continue;
+        }
+        if (ssl_wait(slot, n)) break;
+        // A close_notify, or (as many HTTPS servers do after Connection: close) a plain close.
+        int err = SSL_get_error(s.ssl.get(), n);
+        r.answer_closed = true;
+        if (r.answer.empty() && err != SSL_ERROR_ZERO_RETURN && !(err == SSL_ERROR_SYSCALL && errno == 0))
+          r.detail = fmt::format("read the answer over TLS: {}", ssl_error_text("read failed"));
+        release(slot);
         return;
       }
       ssize_t n = ::recv(s.fd.get(), buf, std::min(room, sizeof buf), 0);
@@ -288,10 +481,15 @@ class Loop {
         return;
       }
       connected(slot, now);
+    } else if (s.phase == Phase::handshaking) {
+      handshake(slot);
     } else if (s.phase == Phase::sending) {
       send_some(slot);
     } else if (s.phase == Phase::reading) {
-      read_some(slot);
+      if (targets_[s.index].wire == Wire::udp)
+        read_datagram(slot, now);
+      else
+        read_some(slot);
     }
   }
 
@@ -301,7 +499,11 @@ class Loop {
     if (s.phase == Phase::connecting) {
       r.reach = Reach::filtered;
       r.detail = fmt::format("no answer within {} ms", o_.connect_timeout.count());
+    } else if (targets_[s.index].wire == Wire::udp) {
+      r.reach = Reach::filtered;
+      r.detail = fmt::format("no datagram back within {} ms", o_.io_timeout.count());
     } else {
+      if (s.phase == Phase::handshaking) r.tls_error = fmt::format("no TLS handshake within {} ms", o_.io_timeout.count());
       r.answer_timed_out = true;
     }
     release(slot);
@@ -315,6 +517,7 @@ class Loop {
   std::size_t next_ = 0;
   std::size_t hint_ = 0;
   ProbeRun run_;
+  SslCtxPtr ctx_;
 };
 
 }  // namespace

@@ -1,7 +1,9 @@
 #pragma once
 // The prober: many TCP connects at once on one epoll loop, bounded in
 // concurrency, rate, per-probe time and total time, then at most one request
-// and one bounded read per open port.
+// and one bounded read per open port: in clear, over TLS (OpenSSL, no
+// certificate check: the question is whether the service answers without
+// credentials, and none are sent), or one UDP datagram and its answer.
 
 #include <chrono>
 #include <cstddef>
@@ -14,19 +16,29 @@
 
 namespace cmax::isolation {
 
+/// How a probe talks to its port.
+enum class Wire : std::uint8_t {
+  tcp,  ///< TCP; the request (if any) in clear
+  tls,  ///< TCP, then a TLS handshake, then the request inside it
+  udp,  ///< one datagram, then at most one datagram back
+};
+
 /// One address and port, and the bytes to send once connected (empty: connect
-/// only).
+/// only; a UDP target always sends).
 struct ProbeTarget {
   Ipv4 addr = 0;
   std::uint16_t port = 0;
   std::string request;
+  Wire wire = Wire::tcp;
 };
 
 /// How a connect ended.
 enum class Reach : std::uint8_t {
-  open,         ///< connected (the answer, if any, is in ProbeResult::answer)
-  closed,       ///< refused (RST): nothing listens, or a firewall rejects
-  filtered,     ///< no answer before the connect timeout: dropped on the way
+  open,         ///< connected (the answer, if any, is in ProbeResult::answer); UDP: answered
+  closed,       ///< refused (RST; UDP: ICMP port unreachable): nothing listens, or a firewall
+                ///< rejects
+  filtered,     ///< no answer before the connect timeout (UDP: the answer timeout): dropped on
+                ///< the way, or (UDP) nothing listens and no ICMP came back
   unreachable,  ///< a router or this host's ARP said the host cannot be reached
   error,        ///< the probe could not run here (no route, permission, out of
                 ///< sockets)
@@ -45,6 +57,8 @@ struct ProbeResult {
   bool answer_closed = false;     ///< the peer closed the connection after `answer`
   bool answer_timed_out = false;  ///< the answer did not complete within io_timeout
   std::chrono::microseconds connect_time{0};
+  std::string tls_peer;   ///< TLS: the server certificate's subject ("CN=kube-apiserver")
+  std::string tls_error;  ///< TLS: why the handshake failed (then `answer` is empty)
 };
 
 /// Bounds of one run. Every probe ends by connect_timeout + io_timeout; the run

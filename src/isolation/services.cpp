@@ -5,6 +5,7 @@
 #include <array>
 
 #include "core/strings.h"
+#include "isolation/ipmi.h"
 
 namespace cmax::isolation {
 namespace {
@@ -122,6 +123,62 @@ Verdict kubelet_readonly(const HttpAnswer &a) {
   return unrecognised(a, "the kubelet's read-only API");
 }
 
+Verdict kubelet(const HttpAnswer &a) {
+  if (a.status == 401)
+    return {Outcome::pass, "anonymous requests refused (HTTP 401: anonymous authentication is off)"};
+  if (a.status == 403)
+    return {Outcome::pass,
+            "anonymous requests are authenticated as system:anonymous and denied (HTTP 403); "
+            "authentication.anonymous.enabled=false would refuse them before authorization"};
+  if (a.status == 200 && core::contains_icase(a.body, "PodList"))
+    return {Outcome::fail,
+            "the kubelet API lists this node's pods without credentials: anonymous "
+            "authentication with AlwaysAllow authorization, so exec into every pod works too"};
+  return unrecognised(a, "the kubelet's HTTPS API");
+}
+
+Verdict kube_apiserver(const HttpAnswer &a) {
+  if (a.status == 401)
+    return {Outcome::pass, "anonymous requests refused (HTTP 401: --anonymous-auth=false)"};
+  if (a.status == 403)
+    return {Outcome::pass,
+            "anonymous requests reach authorization and are denied (HTTP 403): system:anonymous "
+            "holds no rights on namespaces"};
+  if (a.status == 200 && core::contains_icase(a.body, "NamespaceList"))
+    return {Outcome::fail,
+            "anonymous requests list the cluster's namespaces: system:anonymous (or "
+            "system:unauthenticated) is bound to a role that can read the cluster"};
+  return unrecognised(a, "the Kubernetes API");
+}
+
+Verdict redfish(const HttpAnswer &a) {
+  if (a.status == 200 && (core::contains_icase(a.body, "\"Members\"") || core::contains_icase(a.body, "@odata")))
+    return {Outcome::fail,
+            "a BMC lists its systems without credentials (Redfish /redfish/v1/Systems answered 200)"};
+  if (refused(a))
+    return {Outcome::fail,
+            fmt::format("a BMC's Redfish service is reachable from here (login required, {}): a "
+                        "tenant network must not reach BMCs at all",
+                        status_text(a))};
+  return unrecognised(a, "a Redfish service");
+}
+
+Verdict ipmi(std::string_view datagram) {
+  auto caps = parse_ipmi_auth_caps(datagram);
+  if (!caps)
+    return {Outcome::warn, fmt::format("UDP 623 answered {} bytes that are not an IPMI answer",
+                                       datagram.size())};
+  std::string what = describe(*caps);
+  if (caps->anonymous_login || caps->null_usernames)
+    return {Outcome::fail, fmt::format("a BMC answers IPMI over LAN from here and admits logins "
+                                       "without a user name: {}",
+                                       what)};
+  return {Outcome::fail, fmt::format("a BMC answers IPMI over LAN from here: {}; a tenant network "
+                                     "must not reach BMCs (IPMI 2.0's RAKP exchange gives away "
+                                     "password hashes to anyone who asks)",
+                                     what)};
+}
+
 Verdict metadata(const HttpAnswer &a) {
   if (a.status == 401)
     return {Outcome::pass, "reachable; a session token is required (IMDSv2-style, HTTP 401)"};
@@ -146,12 +203,11 @@ constexpr std::string_view kFirewall =
     "need it, and authentication on the service itself.";
 
 const std::array kServices = {
-    Service{"kubelet", "anonymous", 10250, "Kubelet API reachable from a tenant",
-            Request::tls_pending, "", nullptr, Outcome::unverified, false, true,
-            "The kubelet's HTTPS API (10250) runs commands in pods when "
-            "anonymous auth is on. This version sees "
-            "the port open but does not yet send the TLS request that tells "
-            "whether anonymous access works.",
+    Service{"kubelet", "anonymous", 10250, "Kubelet API answers anonymous requests",
+            Request::https_get, "/pods", kubelet, Outcome::unverified, false, true,
+            "The kubelet's HTTPS API (10250) runs commands in pods when anonymous "
+            "authentication is on and authorization is AlwaysAllow. One anonymous "
+            "GET /pods over TLS tells which.",
             "Set the kubelet's authentication.anonymous.enabled=false and "
             "authorization.mode=Webhook; firewall "
             "10250 from tenant networks.",
@@ -171,11 +227,11 @@ const std::array kServices = {
             "Serve etcd with --client-cert-auth and TLS only, and firewall "
             "2379 to the API servers.",
             ""},
-    Service{"kube_apiserver", "anonymous", 6443, "Kubernetes API reachable from a tenant",
-            Request::tls_pending, "", nullptr, Outcome::unverified, false, true,
-            "The Kubernetes API (6443). This version sees the port open but "
-            "does not yet send the TLS request "
-            "that tells whether anonymous requests are accepted.",
+    Service{"kube_apiserver", "anonymous", 6443, "Kubernetes API answers anonymous requests",
+            Request::https_get, "/api/v1/namespaces?limit=1", kube_apiserver, Outcome::unverified,
+            false, true,
+            "The Kubernetes API (6443). One anonymous GET of the namespace list over TLS "
+            "tells whether anonymous requests are refused (401), denied (403) or served.",
             "Run the API server with --anonymous-auth=false or bind anonymous "
             "to nothing; restrict who reaches "
             "6443.",
@@ -241,12 +297,22 @@ const std::array kServices = {
             "slurmdbd (6819) reachable; only slurmctld needs it. Connect only: "
             "nothing is sent.",
             "Firewall 6819 to the slurmctld hosts.", ""},
-    Service{"redfish", "reachable", 443, "BMC Redfish reachable", Request::tls_pending, "", nullptr,
-            Outcome::unverified, false, false,
+    Service{"redfish", "reachable", 443, "BMC Redfish reachable", Request::https_get,
+            "/redfish/v1/Systems", redfish, Outcome::unverified, false, false,
             "Redfish (HTTPS 443) on BMC ranges: opt-in with --ports redfish when a "
-            "scope is a BMC network. This "
-            "version reports the port open; it does not send the TLS request yet.",
+            "scope is a BMC network. One anonymous GET /redfish/v1/Systems over TLS; a "
+            "BMC that answers at all is reachable from the tenant, one that lists its "
+            "systems needs no credentials.",
             "Keep BMC networks unreachable from tenant networks.", ""},
+    Service{"ipmi", "reachable", 623, "BMC answers IPMI over LAN", Request::udp, "", nullptr,
+            Outcome::unverified, false, false,
+            "IPMI over LAN (UDP 623) on BMC ranges: opt-in with --ports ipmi. One "
+            "session-less Get Channel Authentication Capabilities request, the one a BMC "
+            "answers before any login; it tells IPMI 1.5/2.0 and whether anonymous or "
+            "null-user logins are admitted. Nothing logs in.",
+            "Keep BMC networks unreachable from tenant networks; disable IPMI over LAN "
+            "where Redfish is used, and anonymous and null users everywhere.",
+            "", ipmi},
     Service{"metadata", "imds", 80, "Cloud metadata answers without a token", Request::http_get,
             "/latest/meta-data/", metadata, Outcome::unverified, true, true,
             "The link-local metadata service (169.254.169.254). Only the "
@@ -275,8 +341,24 @@ std::string service_check_id(const Service &s) {
   return fmt::format("isolation.{}.{}", s.key, s.check);
 }
 
+Wire wire_of(const Service &s) {
+  switch (s.request) {
+    case Request::https_get:
+      return Wire::tls;
+    case Request::udp:
+      return Wire::udp;
+    case Request::connect_only:
+    case Request::http_get:
+      break;
+  }
+  return Wire::tcp;
+}
+
+std::string_view protocol_name(const Service &s) { return s.request == Request::udp ? "udp" : "tcp"; }
+
 std::string build_request(const Service &s, std::string_view host) {
-  if (s.request != Request::http_get) return {};
+  if (s.request == Request::udp) return s.key == "ipmi" ? ipmi_auth_caps_request() : std::string();
+  if (s.request != Request::http_get && s.request != Request::https_get) return {};
   return fmt::format(
       "GET {} HTTP/1.1\r\nHost: {}\r\nUser-Agent: "
       "cmax-audit-isolation\r\nAccept: */*\r\nConnection: close\r\n\r\n",
@@ -289,8 +371,10 @@ std::string describe_request(const Service &s) {
       return "TCP connect only";
     case Request::http_get:
       return fmt::format("GET {}", s.path);
-    case Request::tls_pending:
-      return "TCP connect; TLS request not sent yet";
+    case Request::https_get:
+      return fmt::format("TLS, then GET {}", s.path);
+    case Request::udp:
+      return "UDP: IPMI Get Channel Authentication Capabilities (no login)";
   }
   return {};
 }

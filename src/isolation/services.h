@@ -10,6 +10,7 @@
 
 #include "audit/model.h"
 #include "isolation/http_answer.h"
+#include "isolation/prober.h"
 #include "isolation/scope.h"
 
 namespace cmax::isolation {
@@ -22,8 +23,8 @@ enum class Request : std::uint8_t {
   connect_only,  ///< nothing: an open port is the finding (Slurm daemons)
   http_get,      ///< one plain-HTTP GET of `path`, no credentials, no redirects
                  ///< followed
-  tls_pending,   ///< an HTTPS service: the TLS request is not sent yet, an open
-                 ///< port is reported
+  https_get,     ///< the same GET inside TLS (no certificate check: nothing secret is sent)
+  udp,           ///< one UDP datagram (build_request), its one answer judged by classify_bytes
 };
 
 /// A classifier's conclusion about one answer.
@@ -35,6 +36,8 @@ struct Verdict {
 
 /// Pure: the answer to the service's GET -> verdict.
 using Classifier = Verdict (*)(const HttpAnswer &answer);
+/// Pure: the datagram a UDP service sent back -> verdict.
+using BytesClassifier = Verdict (*)(std::string_view answer);
 
 /// One probed service.
 struct Service {
@@ -44,14 +47,15 @@ struct Service {
   std::string_view title;
   Request request;
   std::string_view path;         ///< the GET path for http_get
-  Classifier classify;           ///< for http_get; nullptr otherwise
-  audit::Outcome when_open;      ///< connect_only and tls_pending: the outcome for an open port
+  Classifier classify;           ///< for http_get and https_get; nullptr otherwise
+  audit::Outcome when_open;      ///< connect_only: the outcome for an open port
   bool metadata_only;            ///< probed on kMetadataAddress, never on the scopes
-  bool by_default;               ///< probed without --ports (Redfish is opt-in: BMC ranges
-                                 ///< only)
+  bool by_default;               ///< probed without --ports (Redfish and IPMI are opt-in: BMC
+                                 ///< ranges only)
   std::string_view description;  ///< what it checks and why it matters
   std::string_view remediation;
   std::string_view cve;  ///< a CVE the finding relates to, or empty
+  BytesClassifier classify_bytes = nullptr;  ///< for udp
 };
 
 /// Every service, in report order.
@@ -63,13 +67,18 @@ const Service *find_service(std::string_view key_or_port);
 /// "isolation.grafana.anonymous": the id of the service's summary finding.
 std::string service_check_id(const Service &service);
 
-/// The bytes of the service's one request to `host` (empty for connect_only and
-/// tls_pending).
+/// The bytes of the service's one request to `host` (empty for connect_only).
 std::string build_request(const Service &service, std::string_view host);
 
-/// "GET /api/search", "TCP connect only", "TCP connect; TLS request not sent
-/// yet": for plans.
+/// How the prober carries the service's request (tcp, tls, udp).
+Wire wire_of(const Service &service);
+
+/// "GET /api/search", "TLS, then GET /pods", "TCP connect only", "UDP: IPMI Get Channel
+/// Authentication Capabilities": for plans and evidence.
 std::string describe_request(const Service &service);
+
+/// "udp" for UDP services, "tcp" otherwise.
+std::string_view protocol_name(const Service &service);
 
 /// The number of top-level elements of a JSON array text ("[{..},{..}]" -> 2),
 /// or nullopt when `body` is not an array. Pure; tolerant of truncation (counts

@@ -3,7 +3,10 @@
 // of 10.200.X.0/24 and for 169.254.169.254, linked by one veth pair. Real
 // listeners (tests/support/iso_http) answer like an open Grafana, a Grafana
 // that wants a login, a Jupyter with a token, an open Ray dashboard, a Slurm
-// daemon, and a metadata endpoint that requires a token; every other port is
+// daemon, a metadata endpoint that requires a token, over TLS an anonymous
+// kubelet, an API server that denies system:anonymous and a BMC's Redfish
+// login, over UDP a BMC that admits anonymous IPMI logins, and an egress
+// canary; every other port is
 // closed, and one address:port drops its packets (an `ip rule` into a blackhole
 // table). Nothing leaves the namespaces: the tenant has no route but the veth,
 // the services no route out at all.
@@ -138,7 +141,10 @@ class AuditIsolation : public ::testing::Test {
         {"ip", "netns", "exec", net_->services(), ISO_HTTP_BIN, log_.string(),
          net_->addr(5) + ":3000:grafana-open", net_->addr(6) + ":3000:grafana-auth",
          net_->addr(7) + ":8888:jupyter-auth", net_->addr(8) + ":8265:ray-open",
-         net_->addr(10) + ":6817:accept", "169.254.169.254:80:metadata-token"},
+         net_->addr(10) + ":6817:accept", "169.254.169.254:80:metadata-token",
+         net_->addr(11) + ":10250:tls-kubelet-open", net_->addr(12) + ":6443:tls-apiserver-denied",
+         net_->addr(13) + ":443:tls-redfish-auth", net_->addr(13) + ":623:udp-ipmi-anon",
+         net_->addr(14) + ":8080:canary"},
         {}, dir_ / "server.log");
     ASSERT_TRUE(d) << d.error().message;
     server_ = std::make_unique<cmax::test::Daemon>(std::move(*d));
@@ -270,4 +276,56 @@ TEST_F(AuditIsolation, UnroutableAndOversizedScopesAreHonest) {
   auto multicast = cmax_in_tenant({"--scope", "224.0.0.0/24"});
   EXPECT_EQ(multicast.code, 3);
   EXPECT_NE(multicast.err.find("multicast"), std::string::npos) << multicast.err;
+}
+
+TEST_F(AuditIsolation, TlsServicesIpmiOverUdpAndTheEgressCanary) {
+  const std::string scopes = net_->addr(11) + "," + net_->addr(12) + "," + net_->addr(13) + "," + net_->addr(15);
+  const std::string canary = "http://" + net_->addr(14) + ":8080/cmax-canary";
+  auto r = cmax_in_tenant({"--scope", scopes, "--ports", "kubelet,kube_apiserver,redfish,ipmi", "--no-metadata",
+                           "--no-kube", "--egress-canary", canary, "--json"});
+  ASSERT_EQ(r.code, 2) << r.err << r.out.substr(0, 2000);
+  auto j = json::parse(r.out);
+  // The anonymous kubelet lists pods over TLS: fail, with the certificate as evidence.
+  const std::string kubelet = "isolation.kubelet.anonymous@" + net_->addr(11) + ":10250";
+  EXPECT_EQ(result_of(j, kubelet), "fail") << finding(j, "isolation.kubelet.anonymous")->dump(2);
+  EXPECT_NE((*finding(j, kubelet))["evidence"]["value"].get<std::string>().find("CN=kubelet-open"),
+            std::string::npos)
+      << finding(j, kubelet)->dump(2);
+  EXPECT_EQ(result_of(j, "isolation.kubelet.anonymous"), "fail");
+  // The API server denies system:anonymous: pass.
+  EXPECT_EQ(result_of(j, "isolation.kube_apiserver.anonymous@" + net_->addr(12) + ":6443"), "pass");
+  EXPECT_EQ(result_of(j, "isolation.kube_apiserver.anonymous"), "pass");
+  // A BMC's Redfish asks for a login, but a tenant reaches it: fail.
+  EXPECT_EQ(result_of(j, "isolation.redfish.reachable@" + net_->addr(13) + ":443"), "fail");
+  // IPMI over UDP: the BMC admits anonymous logins; the other three addresses answered
+  // ICMP port unreachable (closed).
+  const std::string ipmi = "isolation.ipmi.reachable@" + net_->addr(13) + ":623";
+  EXPECT_EQ(result_of(j, ipmi), "fail");
+  EXPECT_NE((*finding(j, ipmi))["observed"].get<std::string>().find("anonymous login enabled"), std::string::npos)
+      << finding(j, ipmi)->dump(2);
+  const json *ipmi_summary = finding(j, "isolation.ipmi.reachable");
+  ASSERT_NE(ipmi_summary, nullptr);
+  EXPECT_NE((*ipmi_summary)["observed"].get<std::string>().find("1 open, 3 closed"), std::string::npos)
+      << (*ipmi_summary)["observed"];
+  // The canary answered: egress is open (warn).
+  EXPECT_EQ(result_of(j, "isolation.egress.canary"), "warn") << finding(j, "isolation.egress.canary")->dump(2);
+
+  auto log = read_all(log_);
+  EXPECT_NE(log.find(net_->addr(11) + ":10250 tls GET /pods HTTP/1.1"), std::string::npos) << log;
+  EXPECT_NE(log.find(net_->addr(12) + ":6443 tls GET /api/v1/namespaces?limit=1 HTTP/1.1"), std::string::npos) << log;
+  EXPECT_NE(log.find(net_->addr(13) + ":623 udp 23 bytes"), std::string::npos) << log;
+  EXPECT_NE(log.find(net_->addr(14) + ":8080 GET /cmax-canary HTTP/1.1"), std::string::npos) << log;
+
+  // A canary nothing answers (a closed port): egress blocked, pass.
+  auto blocked = cmax_in_tenant({"--no-metadata", "--no-kube", "--egress-canary",
+                                 "http://" + net_->addr(15) + ":8080/", "--json"});
+  ASSERT_EQ(blocked.code, 0) << blocked.err;
+  EXPECT_EQ(result_of(json::parse(blocked.out), "isolation.egress.canary"), "pass");
+
+  auto plan = cmax_in_tenant({"--scope", net_->addr(13), "--ports", "redfish,ipmi", "--dry-run",
+                              "--egress-canary", canary});
+  EXPECT_EQ(plan.code, 0) << plan.err;
+  EXPECT_NE(plan.out.find("623/udp"), std::string::npos) << plan.out;
+  EXPECT_NE(plan.out.find("TLS, then GET /redfish/v1/Systems"), std::string::npos) << plan.out;
+  EXPECT_NE(plan.out.find("Egress canary: one GET " + canary), std::string::npos) << plan.out;
 }

@@ -129,13 +129,17 @@ TEST(IsolationServices, TableIsExplicitAndRequestsAreReadOnly) {
     EXPECT_FALSE(s.key.empty());
     EXPECT_FALSE(s.description.empty()) << s.key;
     EXPECT_FALSE(s.remediation.empty()) << s.key;
-    if (s.request == Request::http_get) {
+    if (s.request == Request::http_get || s.request == Request::https_get) {
       ASSERT_NE(s.classify, nullptr) << s.key;
       auto req = build_request(s, "10.0.0.5:3000");
       EXPECT_TRUE(req.starts_with("GET ")) << s.key;
       EXPECT_EQ(req.find("Authorization"), std::string::npos);
       EXPECT_EQ(req.find("credentials"), std::string::npos) << s.key;  // never a credential path
       EXPECT_EQ(req.find("token"), std::string::npos) << s.key;
+    } else if (s.request == Request::udp) {
+      ASSERT_NE(s.classify_bytes, nullptr) << s.key;
+      EXPECT_FALSE(build_request(s, "h").empty()) << s.key;
+      EXPECT_FALSE(s.by_default) << s.key;  // UDP services are opt-in (BMC ranges)
     } else {
       EXPECT_TRUE(build_request(s, "h").empty()) << s.key;
     }

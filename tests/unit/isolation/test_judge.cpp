@@ -56,7 +56,7 @@ TEST(IsolationPlan, OnlyNamedScopesAndTheMetadataAddress) {
   EXPECT_NE(text.find("7 probes"), std::string::npos) << text;
 }
 
-TEST(IsolationPlan, RefusesUnknownPortsLargeScopesAndNothing) {
+TEST(IsolationPlan, RefusesUnknownPortsLargeScopesAndBadCanaries) {
   auto port = make_plan(options({"10.0.0.1"}, {"22"}));
   ASSERT_FALSE(port);
   EXPECT_NE(port.error().message.find("3000 (grafana)"), std::string::npos) << port.error().message;
@@ -65,7 +65,19 @@ TEST(IsolationPlan, RefusesUnknownPortsLargeScopesAndNothing) {
   EXPECT_NE(big.error().message.find("--max-hosts"), std::string::npos);
   auto o = options({});
   o.metadata = false;
-  EXPECT_FALSE(make_plan(o));
+  // Nothing to probe is a valid plan: the host-side checks and the canary still run.
+  auto empty = make_plan(o);
+  ASSERT_TRUE(empty);
+  EXPECT_TRUE(empty->targets.empty());
+  o.egress_canary = "ftp://example.org/";
+  auto canary = make_plan(o);
+  ASSERT_FALSE(canary);
+  EXPECT_NE(canary.error().message.find("--egress-canary"), std::string::npos);
+  o.egress_canary = "https://canary.example.org/x";
+  ASSERT_TRUE(make_plan(o));
+  EXPECT_NE(render_plan(*make_plan(o), o.prober).find("one GET https://canary.example.org/x"),
+            std::string::npos);
+  o.egress_canary.clear();
   o.metadata = true;
   auto only_metadata = make_plan(o);
   ASSERT_TRUE(only_metadata);
