@@ -1,8 +1,9 @@
 // libFuzzer target: cmax audit isolation's parsers of what it reads from the network and the
 // command line: an HTTP answer (complete or not, closed or not), a scope, an IPv4 address, a JSON
-// array's length, the Kubernetes rules and access reviews and Status bodies. Invariants: no crash
-// on any bytes; an address that parses formats back to text that parses to the same address; a
-// parsed scope never counts more hosts than 2^32; an answer that is "complete" parses.
+// array's length, the Kubernetes rules and access reviews and Status bodies, an IPMI answer
+// datagram. Invariants: no crash on any bytes; an address that parses formats back to text that
+// parses to the same address; a parsed scope never counts more hosts than 2^32; an answer that is
+// "complete" parses; a parsed IPMI answer names a channel of 0-15 and describes itself.
 
 #include <cstddef>
 #include <cstdint>
@@ -10,6 +11,7 @@
 #include <string_view>
 
 #include "isolation/http_answer.h"
+#include "isolation/ipmi.h"
 #include "isolation/kube_review.h"
 #include "isolation/scope.h"
 #include "isolation/services.h"
@@ -41,5 +43,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* bytes, std::size_t siz
     for (const auto& p : dangerous_permissions()) (void)rules_allow(*r, p);
   if (auto r = parse_access_review(data)) check(!r->allowed || r->reason.size() <= data.size());
   if (auto m = status_message(data)) (void)is_rbac_forbidden(*m);
+  if (auto caps = parse_ipmi_auth_caps(data)) {
+    check(!describe(*caps).empty());
+    check(caps->channel >= 0 && caps->channel <= 15);
+  }
+  (void)hex_bytes(data);
   return 0;
 }

@@ -247,7 +247,9 @@ KubeRun run_kube_checks(const KubeCheckOptions& options, const sched::KubeClient
     std::string ns = permission_namespace(p, options.ns);
     auto reply = ask(std::string(kAccessReviewPath), access_review_body(p, options.ns));
     const RulesAnswer* r = nullptr;
+    // nonResourceRules do not depend on the namespace: the tenant namespace's review has them.
     if (!ns.empty()) r = &rules[ns];
+    else if (!p.path.empty() && rules.count(options.ns)) r = &rules[options.ns];
     auto f = judge_permission(p, options.ns, reply, r);
     if (f.outcome == Outcome::unverified) ++unanswered;
     run.findings.push_back(std::move(f));

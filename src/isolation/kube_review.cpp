@@ -120,6 +120,24 @@ constexpr std::array kPermissions = {
                         "A PersistentVolume of type hostPath mounts any directory of a node into "
                         "the tenant's pod, bypassing PodSecurity's hostPath rule.",
                         "Remove create on persistentvolumes; let a provisioner create them."},
+    DangerousPermission{"nonresource.logs", "get", "", "", "", KubeWhere::cluster, Outcome::fail,
+                        "The API server's /logs serves the control-plane host's log files "
+                        "(/var/log: the API server's and kubelet's logs, audit logs): other "
+                        "tenants' users, addresses and requests.",
+                        "Remove get on the nonResourceURLs /logs, /logs/* and * from the tenant's "
+                        "ClusterRoles (cluster-admin-like roles grant them).",
+                        "/logs"},
+    DangerousPermission{"nonresource.debug_pprof", "get", "", "", "", KubeWhere::cluster,
+                        Outcome::warn,
+                        "/debug/pprof/ profiles the API server on demand: its goroutines and heap, "
+                        "and a profile that loads a shared control plane.",
+                        "Remove get on /debug/* and * from the tenant's ClusterRoles, or run the "
+                        "API server with --profiling=false.",
+                        "/debug/pprof/"},
+    DangerousPermission{"nonresource.metrics", "get", "", "", "", KubeWhere::cluster, Outcome::warn,
+                        "The API server's /metrics counts requests per resource, verb and client: "
+                        "what every other tenant runs, and when.",
+                        "Grant get on /metrics to monitoring service accounts only.", "/metrics"},
 };
 
 constexpr std::array kRiskyPods = {
@@ -177,6 +195,7 @@ std::span<const DangerousPermission> dangerous_permissions() { return kPermissio
 std::span<const RiskyPod> risky_pods() { return kRiskyPods; }
 
 std::string permission_namespace(const DangerousPermission& p, std::string_view tenant_ns) {
+  if (!p.path.empty()) return "";
   switch (p.where) {
     case KubeWhere::tenant_namespace:
       return std::string(tenant_ns);
@@ -189,6 +208,7 @@ std::string permission_namespace(const DangerousPermission& p, std::string_view 
 }
 
 std::string describe_permission(const DangerousPermission& p, std::string_view tenant_ns) {
+  if (!p.path.empty()) return fmt::format("{} {} (non-resource URL)", p.verb, p.path);
   std::string out = fmt::format("{} {}", p.verb, p.resource);
   if (!p.subresource.empty()) out += fmt::format("/{}", p.subresource);
   if (!p.group.empty()) out += fmt::format(".{}", p.group);
@@ -234,6 +254,16 @@ Result<RulesReview> parse_rules_review(std::string_view text) {
 }
 
 bool rules_allow(const RulesReview& review, const DangerousPermission& p) {
+  if (!p.path.empty())
+    return std::any_of(review.non_resource_rules.begin(), review.non_resource_rules.end(),
+                       [&](const NonResourceRule& r) {
+                         return has(r.verbs, p.verb) &&
+                                std::any_of(r.urls.begin(), r.urls.end(), [&](const std::string& u) {
+                                  return u == p.path ||
+                                         (u.ends_with('*') &&
+                                          p.path.starts_with(std::string_view(u).substr(0, u.size() - 1)));
+                                });
+                       });
   return std::any_of(review.resource_rules.begin(), review.resource_rules.end(),
                      [&](const ResourceRule& r) {
                        return r.resource_names.empty() && has(r.verbs, p.verb) &&
@@ -242,6 +272,12 @@ bool rules_allow(const RulesReview& review, const DangerousPermission& p) {
 }
 
 std::string access_review_body(const DangerousPermission& p, std::string_view tenant_ns) {
+  if (!p.path.empty())
+    return json{{"apiVersion", "authorization.k8s.io/v1"},
+                {"kind", "SelfSubjectAccessReview"},
+                {"spec",
+                 {{"nonResourceAttributes", {{"path", std::string(p.path)}, {"verb", std::string(p.verb)}}}}}}
+        .dump();
   json attrs = {{"verb", std::string(p.verb)},
                 {"group", std::string(p.group)},
                 {"resource", std::string(p.resource)}};

@@ -29,6 +29,9 @@ struct DangerousPermission {
   audit::Outcome when_allowed = audit::Outcome::fail;  ///< fail or warn
   std::string_view why;                                ///< what a tenant could do with it
   std::string_view fix;                                ///< what to do about it
+  /// A non-resource URL ("/logs"): the verb applies to it, group and resource are empty, and it
+  /// is asked as spec.nonResourceAttributes (cluster-wide).
+  std::string_view path = {};
 };
 
 /// The table, in report order.
@@ -70,7 +73,8 @@ std::string rules_review_body(std::string_view ns);
 /// Parses a SelfSubjectRulesReview answer; an error naming what is malformed.
 Result<RulesReview> parse_rules_review(std::string_view json);
 /// True when a rule without resourceNames grants `p` (RBAC matching: "*" verbs, groups and
-/// resources; "resource/subresource" and "*/subresource").
+/// resources; "resource/subresource" and "*/subresource"); for a non-resource `p`, a
+/// nonResourceRule whose URL is "*", the path, or a prefix ending in "*".
 bool rules_allow(const RulesReview& review, const DangerousPermission& p);
 
 /// A SelfSubjectAccessReview's status.
@@ -81,7 +85,8 @@ struct AccessReview {
   std::string evaluation_error;
 };
 
-/// The SelfSubjectAccessReview to POST for `p` in `tenant_ns` (JSON, spec.resourceAttributes).
+/// The SelfSubjectAccessReview to POST for `p` in `tenant_ns` (JSON, spec.resourceAttributes, or
+/// spec.nonResourceAttributes for a non-resource `p`).
 std::string access_review_body(const DangerousPermission& p, std::string_view tenant_ns);
 /// Parses a SelfSubjectAccessReview answer; an error naming what is malformed.
 Result<AccessReview> parse_access_review(std::string_view json);

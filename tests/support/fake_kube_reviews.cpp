@@ -49,12 +49,18 @@ FakeKubeReviews::FakeKubeReviews() {
                  std::lock_guard lock(mu_);
                  record(req);
                  json j = json::parse(req.body, nullptr, false);
-                 json a = j.is_discarded() ? json::object() : j["spec"]["resourceAttributes"];
-                 std::string resource = a.value("resource", "");
-                 if (!a.value("subresource", "").empty())
-                   resource += "/" + a.value("subresource", "");
-                 std::string key = a.value("verb", "") + " " + a.value("group", "") + " " +
-                                   resource + " " + a.value("namespace", "");
+                 std::string key;
+                 if (!j.is_discarded() && j["spec"].contains("nonResourceAttributes")) {
+                   json n = j["spec"]["nonResourceAttributes"];
+                   key = n.value("verb", "") + " " + n.value("path", "");
+                 } else {
+                   json a = j.is_discarded() ? json::object() : j["spec"]["resourceAttributes"];
+                   std::string resource = a.value("resource", "");
+                   if (!a.value("subresource", "").empty())
+                     resource += "/" + a.value("subresource", "");
+                   key = a.value("verb", "") + " " + a.value("group", "") + " " + resource + " " +
+                         a.value("namespace", "");
+                 }
                  access_keys_.push_back(key);
                  auto it = access_.find(key);
                  answer(res, it != access_.end() ? it->second : Answer{201, kNotAllowed});

@@ -41,7 +41,8 @@ class FakeKubeReviews {
   /// The answer to a SelfSubjectRulesReview of namespace `ns`.
   void set_rules_review(const std::string& ns, Answer a);
   /// The answer to a SelfSubjectAccessReview of "verb group resource[/sub] namespace" (group and
-  /// namespace may be empty: "get  nodes/proxy ").
+  /// namespace may be empty: "get  nodes/proxy "), or of "verb path" for a non-resource URL
+  /// ("get /logs").
   void set_access_review(const std::string& key, Answer a);
   /// The answer to a pod create whose generateName starts with "cmax-isolation-<id>-".
   void set_pod_create(const std::string& id, Answer a);

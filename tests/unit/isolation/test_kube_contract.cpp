@@ -46,6 +46,7 @@ TEST(KubeContract, JudgesEveryRecordedAnswer) {
   api.set_access_review("bind rbac.authorization.k8s.io clusterroles ",
                         {201, rec("ssar_evaluation_error.json")});
   api.set_access_review("create  pods/exec team-a", {201, rec("ssar_allowed.json")});
+  api.set_access_review("get /logs", {201, rec("ssar_allowed.json")});
   api.set_pod_create("privileged", {201, rec("pod_created_dry_run.json")});
   api.set_pod_create("hostpath", {403, rec("status_403_podsecurity.json")});
   api.set_pod_create("hostnetwork", {403, rec("status_403_rbac_pods.json")});
@@ -75,6 +76,9 @@ TEST(KubeContract, JudgesEveryRecordedAnswer) {
   EXPECT_EQ(f["isolation.kube.admission.hostpath"].observed, "refused by admission");
   EXPECT_EQ(f["isolation.kube.admission.hostnetwork"].outcome, Outcome::pass);
   EXPECT_NE(f["isolation.kube.admission.hostnetwork"].observed.find("RBAC"), std::string::npos);
+  // A non-resource URL asked with nonResourceAttributes: /logs allowed is a fail.
+  EXPECT_EQ(f["isolation.kube.nonresource.logs"].outcome, Outcome::fail);
+  EXPECT_EQ(f["isolation.kube.nonresource.metrics"].outcome, Outcome::pass);
 
   // Every other check passes: the fake's default SSAR answer is "not allowed", team-a's rules
   // review lists none of them, and kube-system's was refused (so it is no evidence either way).
@@ -84,12 +88,14 @@ TEST(KubeContract, JudgesEveryRecordedAnswer) {
                                            "isolation.kube.impersonate.users",
                                            "isolation.kube.rbac.bind_clusterroles",
                                            "isolation.kube.pods_exec.create",
-                                           "isolation.kube.admission.privileged"};
+                                           "isolation.kube.admission.privileged",
+                                           "isolation.kube.nonresource.logs"};
   for (const auto& finding : run.findings) {
     EXPECT_EQ(finding.category, audit::Category::security);
     EXPECT_TRUE(finding.security);
-    if (!set_above.count(finding.check_id))
+    if (!set_above.count(finding.check_id)) {
       EXPECT_EQ(finding.outcome, Outcome::pass) << finding.check_id << ": " << finding.reason;
+    }
   }
 
   std::map<std::string, std::string> facts(run.facts.begin(), run.facts.end());

@@ -27,7 +27,11 @@ TEST(KubeTable, IdsAreUniqueAndEveryRowSaysWhyAndWhat) {
   for (const auto& p : dangerous_permissions()) {
     EXPECT_TRUE(ids.insert(p.id).second) << p.id;
     EXPECT_FALSE(p.verb.empty()) << p.id;
-    EXPECT_FALSE(p.resource.empty()) << p.id;
+    // Exactly one of a resource and a non-resource URL.
+    EXPECT_NE(p.resource.empty(), p.path.empty()) << p.id;
+    if (!p.path.empty()) {
+      EXPECT_TRUE(p.path.starts_with('/')) << p.id;
+    }
     EXPECT_FALSE(p.why.empty()) << p.id;
     EXPECT_FALSE(p.fix.empty()) << p.id;
     EXPECT_TRUE(p.when_allowed == audit::Outcome::fail || p.when_allowed == audit::Outcome::warn)
@@ -36,7 +40,8 @@ TEST(KubeTable, IdsAreUniqueAndEveryRowSaysWhyAndWhat) {
   for (std::string_view want :
        {"secrets.get", "pods_exec.create", "nodes_proxy.get", "impersonate.users",
         "rbac.bind_clusterroles", "rbac.escalate_roles", "webhooks.mutating_create",
-        "webhooks.validating_patch", "serviceaccount_token.create", "pods.kube_system"})
+        "webhooks.validating_patch", "serviceaccount_token.create", "pods.kube_system",
+        "nonresource.logs", "nonresource.debug_pprof", "nonresource.metrics"})
     EXPECT_TRUE(ids.count(want)) << want;
 }
 
@@ -106,7 +111,41 @@ TEST(KubeReview, RulesMatchWildcardsAndSubresources) {
   EXPECT_FALSE(rules_allow(names, permission("secrets.get")));  // one named secret: not all
   RulesReview star;
   star.resource_rules.push_back({{"*"}, {"*"}, {"*"}, {}});
+  star.non_resource_rules.push_back({{"*"}, {"*"}});
   for (const auto& p : dangerous_permissions()) EXPECT_TRUE(rules_allow(star, p)) << p.id;
+  // Resource rules never grant a non-resource URL, nor the other way round.
+  RulesReview resources_only;
+  resources_only.resource_rules.push_back({{"*"}, {"*"}, {"*"}, {}});
+  EXPECT_FALSE(rules_allow(resources_only, permission("nonresource.logs")));
+  RulesReview urls_only;
+  urls_only.non_resource_rules.push_back({{"*"}, {"*"}});
+  EXPECT_FALSE(rules_allow(urls_only, permission("secrets.get")));
+}
+
+TEST(KubeReview, NonResourceUrlsMatchLikeRbac) {
+  // The incomplete review's URLs are the system:public-info-viewer set: none is dangerous.
+  auto r = parse_rules_review(recorded("ssrr_incomplete.json"));
+  ASSERT_TRUE(r);
+  for (const char* id : {"nonresource.logs", "nonresource.debug_pprof", "nonresource.metrics"})
+    EXPECT_FALSE(rules_allow(*r, permission(id))) << id;
+  RulesReview glob;
+  glob.non_resource_rules.push_back({{"get"}, {"/logs/*", "/debug/*"}});
+  EXPECT_FALSE(rules_allow(glob, permission("nonresource.logs")));  // "/logs/*" is not "/logs"
+  EXPECT_TRUE(rules_allow(glob, permission("nonresource.debug_pprof")));
+  EXPECT_FALSE(rules_allow(glob, permission("nonresource.metrics")));
+  RulesReview exact;
+  exact.non_resource_rules.push_back({{"list"}, {"/logs", "/metrics"}});
+  EXPECT_FALSE(rules_allow(exact, permission("nonresource.logs")));  // the verb must match
+  exact.non_resource_rules.push_back({{"get"}, {"/metrics"}});
+  EXPECT_TRUE(rules_allow(exact, permission("nonresource.metrics")));
+
+  const auto& logs = permission("nonresource.logs");
+  EXPECT_EQ(permission_namespace(logs, "team-a"), "");
+  EXPECT_EQ(describe_permission(logs, "team-a"), "get /logs (non-resource URL)");
+  auto body = nlohmann::json::parse(access_review_body(logs, "team-a"));
+  EXPECT_EQ(body["spec"]["nonResourceAttributes"]["path"], "/logs");
+  EXPECT_EQ(body["spec"]["nonResourceAttributes"]["verb"], "get");
+  EXPECT_FALSE(body["spec"].contains("resourceAttributes"));
 }
 
 TEST(KubeReview, ParsesAccessReviews) {
