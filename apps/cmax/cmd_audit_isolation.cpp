@@ -17,6 +17,7 @@
 #include "report/audit_json.h"
 #include "report/sarif.h"
 #include "report/terminal.h"
+#include "sched/kubeconfig.h"
 #include "sched/kubernetes.h"
 #include "sched/kubernetes_parse.h"
 
@@ -38,6 +39,8 @@ struct IsolationState {
   std::string kube_token_file;
   std::string kube_ca_file;
   std::string kube_namespace;
+  std::string kubeconfig;
+  std::string kube_context;
   bool no_kube = false;
   std::string egress_canary;
   AuditFlags render;
@@ -57,15 +60,45 @@ std::string default_namespace() {
   return ns.empty() ? "default" : ns;
 }
 
-// Where the Kubernetes checks ask: --kube-api, else the in-cluster service account, else nowhere
-// (not_applicable). An error only for --kube-api values that cannot work.
-Result<void> set_kube(const IsolationState &s, isolation::IsolationOptions &o) {
+// Where the Kubernetes checks ask, in kubectl's order: --kube-api; else --kubeconfig, $KUBECONFIG
+// or ~/.kube/config (when it exists); else the in-cluster service account; else nowhere
+// (not_applicable). An error for --kube-api, --kubeconfig or --kube-context values that cannot
+// work; a default kubeconfig that cannot be used makes the checks not_applicable with a note.
+Result<void> set_kube(const IsolationState &s, isolation::IsolationOptions &o,
+                      std::vector<std::string> &notes) {
   if (s.no_kube) {
     o.kube_off_reason = "not asked: --no-kube";
     return {};
   }
   sched::KubernetesOptions api;
-  if (!s.kube_api.empty()) {
+  std::string config_ns;
+  const bool explicit_config = !s.kubeconfig.empty() || !s.kube_context.empty();
+  auto files = sched::kubeconfig_files(s.kubeconfig, std::getenv("KUBECONFIG"), std::getenv("HOME"));
+  const bool config_exists =
+      std::any_of(files.begin(), files.end(), [](const std::string &f) { return readable(f); });
+  if (s.kube_api.empty() && (explicit_config || config_exists)) {
+    auto choice = sched::load_kubeconfig(files, s.kube_context);
+    if (!choice) {
+      if (explicit_config) return Unexpected<Error>{choice.error()};
+      notes.push_back(fmt::format("{}; the Kubernetes checks are not asked (pass --kube-api, or --no-kube)",
+                                  choice.error().message));
+      o.kube_off_reason = "the kubeconfig found cannot be used: " + choice.error().message;
+      return {};
+    }
+    api = sched::to_options(*choice);
+    if (auto e = sched::kube::parse_api_url(api.api_url); !e)
+      return fail("kubeconfig {}: server {}: {}", choice->source, api.api_url, e.error().message);
+    if (!s.kube_token_file.empty()) {
+      api.token_path = s.kube_token_file;
+      api.token.clear();
+    }
+    if (!s.kube_ca_file.empty()) {
+      api.ca_path = s.kube_ca_file;
+      api.ca_pem.clear();
+    }
+    config_ns = choice->ns;
+    notes.push_back(fmt::format("asking the Kubernetes API {} ({})", api.api_url, choice->source));
+  } else if (!s.kube_api.empty()) {
     api.api_url = s.kube_api;
     if (auto e = sched::kube::parse_api_url(api.api_url); !e)
       return fail("--kube-api {}: {}", s.kube_api, e.error().message);
@@ -86,7 +119,9 @@ Result<void> set_kube(const IsolationState &s, isolation::IsolationOptions &o) {
   isolation::KubeCheckOptions kube;
   kube.api = std::move(api);
   kube.api.timeout = std::chrono::milliseconds(std::max(s.timeout_ms, 2000));
-  kube.ns = s.kube_namespace.empty() ? default_namespace() : s.kube_namespace;
+  kube.ns = !s.kube_namespace.empty() ? s.kube_namespace
+            : !config_ns.empty()       ? config_ns
+                                       : default_namespace();
   o.kube = std::move(kube);
   return {};
 }
@@ -103,7 +138,10 @@ int run(const IsolationState &s) {
   o.prober.deadline = std::chrono::seconds(s.deadline_s);
   o.prober.rate_per_s = s.rate;
   o.egress_canary = s.egress_canary;
-  if (auto k = set_kube(s, o); !k) return environment_error(k.error().message);
+  std::vector<std::string> notes;
+  if (auto k = set_kube(s, o, notes); !k) return environment_error(k.error().message);
+  for (const auto &n : notes) fmt::print(stderr, "cmax: {}\n", n);
+  notes.clear();
   if (s.dry_run) {
     auto plan = isolation::make_plan(o);
     if (!plan) return environment_error(plan.error().message);
@@ -119,7 +157,6 @@ int run(const IsolationState &s) {
     return audit::kExitOk;
   }
   raise_fd_limit();  // one socket per probe in flight
-  std::vector<std::string> notes;
   auto report = isolation::run_isolation(o, &notes);
   if (!report) return environment_error(report.error().message);
   for (const auto &n : notes) fmt::print(stderr, "cmax: {}\n", n);
@@ -190,6 +227,10 @@ SubcommandRunner setup_audit_isolation(CLI::App &audit) {
                   "CA bundle of the API server (default: the service account's ca.crt)");
   sub->add_option("--namespace", s->kube_namespace,
                   "The tenant's namespace (default: the service account's, else default)");
+  sub->add_option("--kubeconfig", s->kubeconfig,
+                  "kubeconfig to take the API server, CA and token from (default: $KUBECONFIG, "
+                  "else ~/.kube/config when it exists; bearer tokens only)");
+  sub->add_option("--kube-context", s->kube_context, "kubeconfig context (default: current-context)");
   sub->add_flag("--no-kube", s->no_kube, "Do not ask the Kubernetes API anything");
   sub->add_option("--egress-canary", s->egress_canary,
                   "http(s) URL of a server you own: one GET (no credentials, no redirects, the "

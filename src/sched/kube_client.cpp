@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 #include <httplib.h>
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
 
 #include <cerrno>
 #include <cstring>
@@ -22,6 +25,25 @@ using std::chrono::milliseconds;
 using std::chrono::steady_clock;
 
 constexpr std::size_t kMaxTokenBytes = 64u << 10;
+
+// An X509_STORE holding every certificate of a PEM bundle, or nullptr when it holds none.
+X509_STORE* pem_store(const std::string& pem) {
+  BIO* bio = BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size()));
+  if (!bio) return nullptr;
+  X509_STORE* store = X509_STORE_new();
+  int added = 0;
+  while (X509* cert = PEM_read_bio_X509(bio, nullptr, nullptr, nullptr)) {
+    if (X509_STORE_add_cert(store, cert) == 1) ++added;
+    X509_free(cert);
+  }
+  ERR_clear_error();  // the loop ends on "no start line"
+  BIO_free(bio);
+  if (added == 0) {
+    X509_STORE_free(store);
+    return nullptr;
+  }
+  return store;
+}
 
 Result<std::string> read_token(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -116,7 +138,7 @@ Result<KubeReply> KubeClient::send(std::string_view method, const std::string& p
   if (!endpoint_) return fail("{}: {}", where, endpoint_.error().message);
   const auto& ep = *endpoint_;
 
-  std::string token;
+  std::string token = options_.token;
   if (!options_.token_path.empty()) {
     auto t = read_token(options_.token_path);
     if (!t) return fail("{}: {}", where, t.error().message);
@@ -125,11 +147,18 @@ Result<KubeReply> KubeClient::send(std::string_view method, const std::string& p
 
   std::unique_ptr<httplib::ClientImpl> client;
   if (ep.tls) {
-    if (!std::ifstream(options_.ca_path))
-      return fail("{}: read CA bundle {}: {}: mount the service account's ca.crt or set ca_path", where,
-                  options_.ca_path, std::strerror(errno));
     auto tls = std::make_unique<httplib::SSLClient>(ep.host, ep.port);
-    tls->set_ca_cert_path(options_.ca_path);
+    if (!options_.ca_pem.empty()) {
+      X509_STORE* store = pem_store(options_.ca_pem);
+      if (!store)
+        return fail("{}: the inline CA bundle (certificate-authority-data) holds no PEM certificate", where);
+      tls->set_ca_cert_store(store);  // httplib owns it from here
+    } else {
+      if (!std::ifstream(options_.ca_path))
+        return fail("{}: read CA bundle {}: {}: mount the service account's ca.crt or set ca_path", where,
+                    options_.ca_path, std::strerror(errno));
+      tls->set_ca_cert_path(options_.ca_path);
+    }
     tls->enable_server_certificate_verification(true);
     client = std::move(tls);
   } else {

@@ -55,8 +55,14 @@ struct KubernetesOptions {
   std::string api_url;
   /// Bearer token, read before every request; empty path: no Authorization header.
   std::string token_path = "/var/run/secrets/kubernetes.io/serviceaccount/token";
+  /// Bearer token given inline (a kubeconfig's user.token); used only when token_path is empty.
+  /// Never logged.
+  std::string token;
   /// CA bundle the API server's certificate must verify against (https only).
   std::string ca_path = "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt";
+  /// CA bundle given inline as PEM (a kubeconfig's certificate-authority-data); when set it is used
+  /// instead of ca_path.
+  std::string ca_pem;
   /// Connect, read and write timeout of each request; a call makes a few requests.
   std::chrono::milliseconds timeout{5000};
   /// Mutating calls still GET the node, then report the PATCHes in Action::argv without sending.

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -24,10 +25,18 @@ struct Cmd {
   std::string out, err;
 };
 
-Cmd audit_isolation(std::vector<std::string> args) {
+// HOME points at an empty directory and KUBECONFIG is empty unless `env` sets them, so that a
+// kubeconfig of the machine running the tests is never read.
+Cmd audit_isolation(std::vector<std::string> args, std::vector<std::string> env = {}) {
   std::vector<std::string> argv = {CMAX_BIN, "audit", "isolation"};
   argv.insert(argv.end(), args.begin(), args.end());
-  auto r = cmax::core::run_process({std::move(argv), 60s, 16u << 20});
+  std::vector<std::string> extra = env;
+  for (std::string fallback : {"HOME=/nonexistent-cmax-test-home", "KUBECONFIG="}) {
+    const std::string key = fallback.substr(0, fallback.find('=') + 1);
+    if (std::none_of(env.begin(), env.end(), [&](const std::string& e) { return e.starts_with(key); }))
+      extra.push_back(fallback);
+  }
+  auto r = cmax::core::run_process({std::move(argv), 60s, 16u << 20, extra});
   if (!r) return {-1, "", r.error().message};
   return {r->exit_code, r->out, r->err};
 }
@@ -117,4 +126,52 @@ TEST(AuditIsolationKube, DryRunSaysWhatItWouldAsk) {
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("dryRun=All"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("namespace team-a"), std::string::npos) << r.out;
+}
+
+TEST(AuditIsolationKube, TakesServerTokenAndNamespaceFromAKubeconfig) {
+  cmax::test::FakeKubeReviews api;
+  auto rec = cmax::test::FakeKubeReviews::recorded;
+  api.set_access_review("get  secrets team-b", {201, rec("ssar_allowed.json")});
+  auto dir = std::filesystem::temp_directory_path() / ("cmax-iso-kubeconfig-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string good = (dir / "config").string();
+  std::ofstream(good) << "apiVersion: v1\nkind: Config\ncurrent-context: tenant\n"
+                         "clusters:\n- name: lab\n  cluster:\n    server: "
+                      << api.url()
+                      << "\nusers:\n- name: tenant-b\n  user:\n    token: kubeconfig-token\n"
+                         "contexts:\n- name: tenant\n  context:\n    cluster: lab\n    user: tenant-b\n"
+                         "    namespace: team-b\n";
+  const std::string eks = (dir / "eks").string();
+  std::ofstream(eks) << "kind: Config\ncurrent-context: e\nclusters: [{name: c, cluster: {server: "
+                        "'https://x.eks.amazonaws.com'}}]\nusers: [{name: u, user: {exec: {command: aws}}}]\n"
+                        "contexts: [{name: e, context: {cluster: c, user: u}}]\n";
+
+  // Explicit --kubeconfig.
+  auto r = audit_isolation({"--kubeconfig", good, "--no-metadata", "--json"});
+  ASSERT_EQ(r.code, 2) << r.err << r.out.substr(0, 1000);
+  auto j = json::parse(r.out);
+  EXPECT_EQ(result_of(j, "isolation.kube.secrets.get"), "fail");  // asked in the context's namespace
+  EXPECT_NE(r.err.find("context tenant of " + good), std::string::npos) << r.err;
+  ASSERT_FALSE(api.requests().empty());
+  for (const auto& q : api.requests()) EXPECT_EQ(q.authorization, "Bearer kubeconfig-token") << q.path;
+
+  // Found through $KUBECONFIG (a list with a missing entry), as kubectl would.
+  auto before = api.requests().size();
+  auto implicit = audit_isolation({"--no-metadata", "--json"}, {"KUBECONFIG=" + (dir / "missing").string() + ":" + good});
+  EXPECT_EQ(implicit.code, 2) << implicit.err;
+  EXPECT_GT(api.requests().size(), before);
+
+  // A kubeconfig cmax will not use: an error when named, a not_applicable with the reason when
+  // merely found.
+  auto named = audit_isolation({"--kubeconfig", eks, "--no-metadata", "--json"});
+  EXPECT_EQ(named.code, 3);
+  EXPECT_NE(named.err.find("exec credential plugin aws"), std::string::npos) << named.err;
+  auto found = audit_isolation({"--no-metadata", "--json"}, {"KUBECONFIG=" + eks});
+  EXPECT_NE(found.code, 3) << found.err;
+  EXPECT_NE(found.err.find("exec credential plugin aws"), std::string::npos) << found.err;
+  auto k = json::parse(found.out);
+  EXPECT_EQ(result_of(k, "isolation.kube.secrets.get"), "not_applicable");
+  EXPECT_NE((*finding(k, "isolation.kube.secrets.get"))["reason"].get<std::string>().find("kubeconfig"),
+            std::string::npos);
+  std::filesystem::remove_all(dir);
 }
