@@ -43,6 +43,7 @@ struct IsolationState {
   std::string kube_context;
   bool no_kube = false;
   std::string egress_canary;
+  bool no_host = false;
   AuditFlags render;
 };
 
@@ -138,6 +139,7 @@ int run(const IsolationState &s) {
   o.prober.deadline = std::chrono::seconds(s.deadline_s);
   o.prober.rate_per_s = s.rate;
   o.egress_canary = s.egress_canary;
+  o.host_checks = !s.no_host;
   std::vector<std::string> notes;
   if (auto k = set_kube(s, o, notes); !k) return environment_error(k.error().message);
   for (const auto &n : notes) fmt::print(stderr, "cmax: {}\n", n);
@@ -154,6 +156,13 @@ int run(const IsolationState &s) {
           isolation::risky_pods().size());
     else
       fmt::print("Kubernetes: not asked: {}\n", o.kube_off_reason);
+    if (o.host_checks)
+      fmt::print(
+          "Host: would read /dev/nvidia* (each opened and closed at once), "
+          "/etc/nvidia-container-runtime/config.toml, /sys/class/infiniband/*/ports/*/pkeys, "
+          "/proc/*/ns/net and status, /proc/mounts, /etc/munge and /run/munge (nothing is changed)\n");
+    else
+      fmt::print("Host: not read: --no-host\n");
     return audit::kExitOk;
   }
   raise_fd_limit();  // one socket per probe in flight
@@ -185,6 +194,9 @@ SubcommandRunner setup_audit_isolation(CLI::App &audit) {
       "services a tenant should not reach: TCP connect, then one unauthenticated read-only\n"
       "request where a service is found (GET over HTTP or TLS; for IPMI one session-less UDP\n"
       "query). Nothing outside --scope is probed; credentials are never sent or requested.\n"
+      "On this host it also reads (never changes) what isolates the tenant: GPU device nodes it can\n"
+      "open beyond its allocation, the container toolkit's NVIDIA_VISIBLE_DEVICES rule, InfiniBand\n"
+      "partition keys, the network namespace and /proc visibility, and munge's key and socket.\n"
       "With --egress-canary URL, one GET to a server you own tells whether egress is open.\n"
       "With --kube-api, or inside a pod, it also asks the Kubernetes API what this identity "
       "may do\n"
@@ -232,6 +244,9 @@ SubcommandRunner setup_audit_isolation(CLI::App &audit) {
                   "else ~/.kube/config when it exists; bearer tokens only)");
   sub->add_option("--kube-context", s->kube_context, "kubeconfig context (default: current-context)");
   sub->add_flag("--no-kube", s->no_kube, "Do not ask the Kubernetes API anything");
+  sub->add_flag("--no-host", s->no_host,
+                "Skip the host-side checks (GPU device nodes beyond the allocation, the container "
+                "toolkit's envvar rule, IB partitions, network and /proc namespaces, munge)");
   sub->add_option("--egress-canary", s->egress_canary,
                   "http(s) URL of a server you own: one GET (no credentials, no redirects, the "
                   "environment's proxy honoured) to learn whether this tenant reaches it");

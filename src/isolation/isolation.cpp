@@ -366,6 +366,19 @@ Result<audit::AuditReport> run_isolation(const IsolationOptions &o,
                        source);
   report.facts.present("isolation.deadline_hit", run->deadline_hit ? "true" : "false", source);
   if (notes) *notes = run_notes(*plan, *run);
+  if (o.host_checks) {
+    const core::HostRoot live("/");
+    auto facts = collect_host_isolation(o.host ? *o.host : live, o.env ? *o.env : current_env());
+    for (auto &f : judge_host_isolation(facts)) report.findings.push_back(std::move(f));
+  } else {
+    for (auto &f : judge_host_isolation(HostIsolationFacts{})) {
+      f.outcome = Outcome::not_applicable;
+      f.reason = "not asked: --no-host";
+      f.observed.clear();
+      f.evidence_value.clear();
+      report.findings.push_back(std::move(f));
+    }
+  }
   report.findings.push_back(judge_egress(
       plan->egress_canary, plan->egress_canary.empty() ? EgressResult{}
                                                        : probe_egress(plan->egress_canary, o.egress_timeout)));

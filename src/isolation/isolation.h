@@ -13,6 +13,8 @@
 #include "audit/audit.h"
 #include "core/clock.h"
 #include "core/result.h"
+#include "core/host.h"
+#include "isolation/host_isolation.h"
 #include "isolation/kube_checks.h"
 #include "isolation/prober.h"
 #include "isolation/scope.h"
@@ -37,6 +39,10 @@ struct IsolationOptions {
   /// --egress-canary: one GET to this URL after the probes; empty: not asked (not_applicable).
   std::string egress_canary;
   std::chrono::milliseconds egress_timeout{5000};
+  /// The host-side checks (isolation.host.*); false (--no-host): not_applicable.
+  bool host_checks = true;
+  const core::HostRoot *host = nullptr;  ///< null: the live machine ("/")
+  std::optional<HostIsolationEnv> env;   ///< null: this process's (current_env())
 };
 
 /// One planned probe: which service on which address (index-aligned with

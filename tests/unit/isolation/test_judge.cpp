@@ -1,8 +1,14 @@
 #include <gtest/gtest.h>
 
-#include <cerrno>
+#include <unistd.h>
 
+#include <cerrno>
+#include <filesystem>
+#include <map>
+
+#include "audit/audit.h"
 #include "isolation/isolation.h"
+#include "support/temp_host.h"
 
 using namespace cmax::isolation;
 using cmax::audit::Finding;
@@ -164,4 +170,41 @@ TEST(IsolationJudge, EveryAnsweringAddressGetsItsFindingAfterTheSummary) {
                                            "isolation.grafana.anonymous@10.0.0.1:3000",
                                            "isolation.grafana.anonymous@10.0.0.2:3000"}));
   EXPECT_EQ(find(findings, "isolation.grafana.anonymous@10.0.0.2:3000")->outcome, Outcome::pass);
+}
+
+TEST(IsolationRun, HostChecksJoinTheReportAndNoHostMakesThemNotApplicable) {
+  cmax::test::TempHost host;
+  host.write("/etc/munge/munge.key", "secret");
+  host.write("/etc/passwd", "root:x:0:0::/root:/bin/sh\nmunge:x:" + std::to_string(::getuid()) +
+                                ":" + std::to_string(::getgid()) + "::/nonexistent:/usr/sbin/nologin\n");
+  std::filesystem::permissions(host.dir() / "etc/munge/munge.key", std::filesystem::perms(0644));
+  const cmax::core::HostRoot root = host.host();
+  IsolationOptions o;
+  o.metadata = false;
+  o.host = &root;
+  o.env = HostIsolationEnv{};
+  auto report = run_isolation(o);
+  ASSERT_TRUE(report) << report.error().message;
+  std::map<std::string, const cmax::audit::Finding *> by_id;
+  for (const auto &f : report->findings) by_id[f.check_id] = &f;
+  for (const char *id : {"isolation.host.gpu_devices", "isolation.host.container_toolkit_envvar",
+                         "isolation.host.ib_pkeys", "isolation.host.netns", "isolation.host.proc_visibility",
+                         "isolation.host.munge_key", "isolation.host.munge_socket", "isolation.egress.canary"})
+    ASSERT_TRUE(by_id.count(id)) << id;
+  EXPECT_EQ(by_id["isolation.host.munge_key"]->outcome, Outcome::fail) << by_id["isolation.host.munge_key"]->reason;
+  EXPECT_EQ(by_id["isolation.host.gpu_devices"]->outcome, Outcome::not_applicable);
+  EXPECT_EQ(by_id["isolation.egress.canary"]->outcome, Outcome::not_applicable);
+  EXPECT_EQ(cmax::audit::exit_code_for(report->findings), 2);  // a security fail
+
+  o.host_checks = false;
+  auto off = run_isolation(o);
+  ASSERT_TRUE(off);
+  int host_findings = 0;
+  for (const auto &f : off->findings)
+    if (f.check_id.starts_with("isolation.host.")) {
+      ++host_findings;
+      EXPECT_EQ(f.outcome, Outcome::not_applicable) << f.check_id;
+      EXPECT_EQ(f.reason, "not asked: --no-host");
+    }
+  EXPECT_EQ(host_findings, 7);
 }
