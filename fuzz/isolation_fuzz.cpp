@@ -1,7 +1,8 @@
 // libFuzzer target: cmax audit isolation's parsers of what it reads from the network and the
 // command line: an HTTP answer (complete or not, closed or not), a scope, an IPv4 address, a JSON
 // array's length, the Kubernetes rules and access reviews and Status bodies, an IPMI answer
-// datagram. Invariants: no crash on any bytes; an address that parses formats back to text that
+// datagram, and the host files of the isolation.host.* checks (TOML, /proc status, mounts,
+// cgroups, net tables, passwd, pkeys). Invariants: no crash on any bytes; an address that parses formats back to text that
 // parses to the same address; a parsed scope never counts more hosts than 2^32; an answer that is
 // "complete" parses; a parsed IPMI answer names a channel of 0-15 and describes itself.
 
@@ -10,6 +11,7 @@
 #include <cstdlib>
 #include <string_view>
 
+#include "isolation/host_parse.h"
 #include "isolation/http_answer.h"
 #include "isolation/ipmi.h"
 #include "isolation/kube_review.h"
@@ -48,5 +50,17 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* bytes, std::size_t siz
     check(caps->channel >= 0 && caps->channel <= 15);
   }
   (void)hex_bytes(data);
+  for (const auto& e : toml_top_level(data)) {
+    check(e.key.size() <= data.size());
+    (void)toml_bool(e.value);
+  }
+  (void)status_real_uid(data);
+  if (auto options = proc_mount_options(data)) (void)hidepid_hides(hidepid_option(*options));
+  (void)container_cgroup_marker(data);
+  auto uids = socket_table_uids(data);
+  for (std::size_t i = 1; i < uids.size(); ++i) check(uids[i - 1] < uids[i]);  // sorted, unique
+  (void)node_side_interfaces(data);
+  if (auto uid = passwd_uid(data, "munge")) (void)passwd_name(data, *uid);
+  (void)parse_pkey(line);
   return 0;
 }

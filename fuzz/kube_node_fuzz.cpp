@@ -1,5 +1,7 @@
 // libFuzzer target: what cmax reads from a Kubernetes API server (a Node, a NodeList, a Status,
-// and the drill's view of a Node with its PodList) and the patches it builds from a Node it read. Invariants: no crash on any bytes; a parsed node
+// and the drill's view of a Node with its PodList), the patches it builds from a Node it read, and
+// kubeconfig files (yaml-cpp) with their base64 CA data. Invariants: no crash or escaping
+// exception on any bytes; a chosen kubeconfig context has a server; a parsed node
 // has a name; a hold patch and a release patch built from it are valid JSON arrays whose first op
 // tests the resourceVersion read; a drill view has a name and a known base state.
 
@@ -11,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "drill/kube_view.h"
+#include "sched/kubeconfig.h"
 #include "sched/kubernetes_parse.h"
 
 namespace {
@@ -30,6 +33,11 @@ void check_patch(const std::string& text, const std::string& version) {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   std::string_view in(reinterpret_cast<const char*>(data), size);
   namespace kube = cmax::sched::kube;
+  if (auto config = cmax::sched::parse_kubeconfig(in, "/fuzz")) {
+    if (auto choice = cmax::sched::choose_context(*config, "")) check(!choice->server.empty());
+    (void)cmax::sched::merge_kubeconfigs({*config, *config});
+  }
+  (void)cmax::sched::decode_base64(in);
   if (auto node = kube::parse_node(in)) {
     check(!node->state.name.empty());
     check_patch(kube::hold_patch(*node, "cmax: Xid 79 (fuzz)", kube::Hold::kFault, "NoExecute", "2026-12-03T00:00:00Z"),

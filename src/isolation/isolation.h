@@ -35,7 +35,7 @@ struct IsolationOptions {
   /// with kube_off_reason.
   std::optional<KubeCheckOptions> kube;
   std::string kube_off_reason =
-      "no Kubernetes API configured (--kube-api or in-cluster service account)";
+      "no Kubernetes API configured (--kube-api, a kubeconfig, or in-cluster service account)";
   /// --egress-canary: one GET to this URL after the probes; empty: not asked (not_applicable).
   std::string egress_canary;
   std::chrono::milliseconds egress_timeout{5000};

@@ -104,7 +104,7 @@ TEST(AuditIsolationKube, WithoutAnApiTheChecksAreNotApplicable) {
   ASSERT_NE(f, nullptr);
   EXPECT_EQ((*f)["result"], "not_applicable");
   EXPECT_EQ((*f)["reason"],
-            "no Kubernetes API configured (--kube-api or in-cluster service account)");
+            "no Kubernetes API configured (--kube-api, a kubeconfig, or in-cluster service account)");
 
   auto off = audit_isolation(
       {"--no-kube", "--scope", "127.0.0.1", "--ports", "grafana", "--no-metadata", "--json"});
