@@ -20,6 +20,7 @@
 #include "cluster/slurm_fanout.h"
 #include "core/clock.h"
 #include "core/process.h"
+#include "isolation/isolation.h"
 #include "report/audit_json.h"
 #include "report/run_dir.h"
 #include "report/terminal.h"
@@ -41,6 +42,10 @@ struct RunState {
   std::vector<std::string> kube_nodes;
   int max_in_flight = 64;
   bool render_manifest = false;
+  // Tenant isolation (standalone)
+  bool no_isolation = false;
+  std::vector<std::string> isolation_scopes;
+  bool isolation_metadata = false;
 };
 
 void progress(std::string_view line) {
@@ -86,13 +91,42 @@ std::string choose_harness(const RunState& s, std::string* why) {
   return "standalone";
 }
 
+// The tenant-isolation stage of a standalone run: the host-side checks (local reads only), and
+// probes only where the user named scopes (--isolation-scope) or the metadata address
+// (--isolation-metadata). Kubernetes permissions are left to `cmax audit isolation`. Findings the
+// run did not ask about (services not probed, Kubernetes, the canary) are left out; the host
+// checks are kept whatever their result, since their reasons say what this host lacks.
+Result<void> add_isolation(const RunState& s, const audit::AuditOptions& options, audit::AuditReport& report) {
+  isolation::IsolationOptions o;
+  o.scopes = s.isolation_scopes;
+  o.metadata = s.isolation_metadata;
+  o.kube_off_reason = "not asked by cmax run (cmax audit isolation asks the Kubernetes API)";
+  const core::HostRoot root(options.host_root);
+  o.host = &root;
+  std::vector<std::string> notes;
+  auto iso = isolation::run_isolation(o, &notes);
+  if (!iso) return Unexpected<Error>{iso.error()};
+  for (const auto& n : notes) fmt::print(stderr, "cmax: isolation: {}\n", n);
+  for (auto& f : iso->findings)
+    if (f.check_id.starts_with("isolation.host.") || f.outcome != audit::Outcome::not_applicable)
+      report.findings.push_back(std::move(f));
+  return {};
+}
+
 int run_standalone(const RunState& s, const std::string& dir) {
   auto options = to_audit_options(s.flags);
   if (!options) return environment_error(options.error().message);
-  progress("cmax run [1/1] audit: collecting facts and judging checks...");
+  const int stages = s.no_isolation ? 1 : 2;
+  progress(fmt::format("cmax run [1/{}] audit: collecting facts and judging checks...", stages));
   auto report = audit::run_audit(*options);
   progress("");
   if (!report) return environment_error(report.error().message);
+  if (!s.no_isolation) {
+    progress("cmax run [2/2] isolation: host-side checks...");
+    auto added = add_isolation(s, *options, *report);
+    progress("");
+    if (!added) return environment_error(added.error().message);
+  }
   int code = audit::exit_code_for(report->findings);
   auto written = report::write_run_dir(*report, code, dir);
   if (!written) return environment_error(written.error().message);
@@ -273,7 +307,8 @@ Runner setup_run(CLI::App& sub) {
       "inside an allocation), merge the answers, judge every node against this run's floors, compare the nodes\n"
       "(driver, firmware, kernel, NCCL, CUDA versions, GPU and NIC counts, link rates must agree), and report a node\n"
       "that does not answer within --node-timeout-s while the rest finish. Writes one run directory and prints a\n"
-      "per-node table and the scorecard grouped by the ten ClusterMAX categories.\n"
+      "per-node table and the scorecard grouped by the ten ClusterMAX categories. A standalone run also checks what\n"
+      "isolates a tenant on this host (cmax audit isolation's host-side checks; probes only with --isolation-*).\n"
       "Exit codes: 0 no fail; 1 a check failed or a node did not answer; 2 a security check failed; 3 usage or\n"
       "environment error.");
   sub.add_option("--out", s->out_dir, "Run directory (default ~/.cmax/runs/<UTC timestamp>/)");
@@ -306,6 +341,19 @@ Runner setup_run(CLI::App& sub) {
                "Kubernetes: print a DaemonSet that runs the collect once on every selected node, for kubectl apply; "
                "read the documents back with kubectl logs -l cmax.io/run=ID -c collect")
       ->group(k8s);
+  auto iso = "Tenant isolation (standalone runs)";
+  sub.add_flag("--no-isolation", s->no_isolation,
+               "Skip the host-side isolation checks (GPU device nodes beyond the allocation, IB partitions, "
+               "namespaces, munge; docs/audit-isolation.md)")
+      ->group(iso);
+  sub.add_option("--isolation-scope", s->isolation_scopes,
+                 "Also probe these addresses or CIDR blocks for services a tenant should not reach (repeatable; "
+                 "as cmax audit isolation --scope)")
+      ->delimiter(',')
+      ->group(iso);
+  sub.add_flag("--isolation-metadata", s->isolation_metadata,
+               "Also probe the cloud metadata address 169.254.169.254 (one GET of the listing)")
+      ->group(iso);
   add_audit_flags(sub, s->flags);
   return [s] { return run_main(*s); };
 }

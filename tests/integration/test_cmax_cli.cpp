@@ -6,7 +6,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include <unistd.h>
+
+#include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 
 #include "core/process.h"
@@ -141,6 +145,38 @@ TEST(CmaxRun, WritesARunDirectoryThatReviewRerenders) {
   EXPECT_EQ(json::parse(review.out)["findings"], results["findings"]);
   auto human = run_cmax({"audit", "review", dir, "-vv"});
   EXPECT_NE(human.out.find("evidence"), std::string::npos);
+}
+
+TEST(CmaxRun, AddsTheHostSideIsolationChecksUnlessAskedNot) {
+  cmax::test::TempHost t;
+  // A host tree whose munge key any user can read: the run's isolation stage fails it.
+  t.write("/etc/munge/munge.key", "secret");
+  t.write("/etc/passwd", "root:x:0:0::/root:/bin/sh\nmunge:x:" + std::to_string(::getuid()) + ":0::/:/bin/false\n");
+  std::filesystem::permissions(t.dir() / "etc/munge/munge.key", std::filesystem::perms(0644));
+  auto dir = (t.dir() / "run").string();
+  auto r = run_cmax({"run", "--harness", "standalone", "--host-root", t.dir().string(), "--out", dir});
+  ASSERT_EQ(r.code, 2) << r.err << r.out.substr(0, 2000);  // a security fail
+  auto results = json::parse(std::ifstream(dir + "/results.json"));
+  std::map<std::string, std::string> outcome;
+  for (const auto& f : results["findings"]) outcome[f["id"]] = f["result"];
+  EXPECT_EQ(outcome["isolation.host.munge_key"], "fail");
+  for (const char* id : {"isolation.host.gpu_devices", "isolation.host.ib_pkeys", "isolation.host.netns",
+                         "isolation.host.proc_visibility", "isolation.host.munge_socket",
+                         "isolation.host.container_toolkit_envvar"})
+    EXPECT_TRUE(outcome.count(id)) << id;
+  // Nothing was probed or asked: no service, Kubernetes or canary finding.
+  for (const auto& [id, result] : outcome) {
+    EXPECT_FALSE(id.starts_with("isolation.kube.")) << id;
+    EXPECT_FALSE(id.starts_with("isolation.egress.")) << id;
+    EXPECT_FALSE(id.starts_with("isolation.grafana.")) << id;
+  }
+
+  auto off_dir = (t.dir() / "off").string();
+  auto off = run_cmax({"run", "--harness", "standalone", "--host-root", t.dir().string(), "--no-isolation",
+                       "--out", off_dir});
+  EXPECT_NE(off.code, 3) << off.err;
+  for (const auto& f : json::parse(std::ifstream(off_dir + "/results.json"))["findings"])
+    EXPECT_FALSE(f["id"].get<std::string>().starts_with("isolation.")) << f["id"];
 }
 
 TEST(CmaxAudit, HostRootFixtureWithAVulnerableStack) {
