@@ -194,14 +194,14 @@ class Loop {
   }
 
  private:
+  // TCP: a non-blocking connect, watched for EPOLLOUT. UDP: connect (this only sets the peer and
+  // finds a route), send the one datagram, wait for one back; an ICMP port unreachable arrives
+  // as ECONNREFUSED on the next read.
   void start(std::size_t index, Clock::time_point now) {
     auto &r = run_.results[index];
     const auto &t = targets_[index];
-    if (t.wire == Wire::udp) {
-      start_udp(index, now);
-      return;
-    }
-    core::UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+    const bool udp = t.wire == Wire::udp;
+    core::UniqueFd fd(::socket(AF_INET, (udp ? SOCK_DGRAM : SOCK_STREAM) | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
     if (!fd) {
       r.reach = Reach::error;
       r.detail = fmt::format("socket: {} (raise the open-file limit or lower --concurrency)",
@@ -213,7 +213,8 @@ class Loop {
     sa.sin_port = htons(t.port);
     sa.sin_addr.s_addr = htonl(t.addr);
     int rc = ::connect(fd.get(), reinterpret_cast<const sockaddr *>(&sa), sizeof sa);
-    if (rc != 0 && errno != EINPROGRESS) {
+    if (udp && rc == 0 && ::send(fd.get(), t.request.data(), t.request.size(), MSG_NOSIGNAL) < 0) rc = -1;
+    if (rc != 0 && (udp || errno != EINPROGRESS)) {
       classify_sync_error(errno, r);
       return;
     }
@@ -222,12 +223,12 @@ class Loop {
     s.fd = std::move(fd);
     s.index = index;
     s.started = now;
-    s.deadline = now + o_.connect_timeout;
-    s.sent = 0;
-    s.phase = Phase::connecting;
+    s.deadline = now + (udp ? o_.io_timeout : o_.connect_timeout);
+    s.sent = udp ? t.request.size() : 0;
+    s.phase = udp ? Phase::reading : Phase::connecting;
     ++in_flight_;
     epoll_event ev{};
-    ev.events = EPOLLOUT;
+    ev.events = udp ? EPOLLIN : EPOLLOUT;
     ev.data.u64 = slot;
     if (::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, s.fd.get(), &ev) != 0) {
       r.reach = Reach::error;
@@ -235,47 +236,7 @@ class Loop {
       release(slot);
       return;
     }
-    if (rc == 0) connected(slot, now);
-  }
-
-  // UDP: connect (this only sets the peer and finds a route), send the one datagram, wait for
-  // one back. An ICMP port unreachable arrives as ECONNREFUSED on the next read.
-  void start_udp(std::size_t index, Clock::time_point now) {
-    auto &r = run_.results[index];
-    const auto &t = targets_[index];
-    core::UniqueFd fd(::socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
-    if (!fd) {
-      r.reach = Reach::error;
-      r.detail = fmt::format("socket: {} (raise the open-file limit or lower --concurrency)",
-                             errno_text(errno));
-      return;
-    }
-    sockaddr_in sa{};
-    sa.sin_family = AF_INET;
-    sa.sin_port = htons(t.port);
-    sa.sin_addr.s_addr = htonl(t.addr);
-    if (::connect(fd.get(), reinterpret_cast<const sockaddr *>(&sa), sizeof sa) != 0 ||
-        ::send(fd.get(), t.request.data(), t.request.size(), MSG_NOSIGNAL) < 0) {
-      classify_sync_error(errno, r);
-      return;
-    }
-    std::size_t slot = free_slot();
-    auto &s = slots_[slot];
-    s.fd = std::move(fd);
-    s.index = index;
-    s.started = now;
-    s.deadline = now + o_.io_timeout;
-    s.sent = t.request.size();
-    s.phase = Phase::reading;
-    ++in_flight_;
-    epoll_event ev{};
-    ev.events = EPOLLIN;
-    ev.data.u64 = slot;
-    if (::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, s.fd.get(), &ev) != 0) {
-      r.reach = Reach::error;
-      r.detail = fmt::format("epoll_ctl: {}", errno_text(errno));
-      release(slot);
-    }
+    if (!udp && rc == 0) connected(slot, now);
   }
 
   void read_datagram(std::size_t slot, Clock::time_point now) {
