@@ -135,6 +135,20 @@ std::string_view target_of(const audit::Finding& f) {
   return at == std::string_view::npos ? std::string_view() : id.substr(at + 1);
 }
 
+// What a group's targets are: probed addresses ("10.0.0.5:3000", cmax audit isolation) or nodes
+// (a cluster run's CHECK@NODE).
+std::string_view target_noun(const CheckGroup& g) {
+  for (const auto* m : g.members)
+    if (target_of(*m).find(':') != std::string_view::npos) return "address";
+  return "node";
+}
+
+// Members that name a target; a summary finding without one (an isolation probe's) is not counted.
+std::size_t targeted(const CheckGroup& g) {
+  return static_cast<std::size_t>(
+      std::count_if(g.members.begin(), g.members.end(), [](const audit::Finding* m) { return !target_of(*m).empty(); }));
+}
+
 // "n1, n2, n3 and 509 more".
 std::string list_targets(const std::vector<std::string_view>& targets) {
   constexpr std::size_t kShown = 12;
@@ -166,10 +180,20 @@ void finding_article(Writer& w, const CheckGroup& g) {
       if (it == answers.end()) answers.push_back({m, {target_of(*m)}});
       else it->second.push_back(target_of(*m));
     }
-    w.raw("<dt>nodes</dt><dd><ul>\n");
+    const std::string_view noun = target_noun(g);
+    w.f("<dt>{}</dt><dd><ul>\n", noun == "address" ? "addresses" : "nodes");
     for (const auto& [m, targets] : answers) {
-      w.f("<li><span class=\"o-{}\">{}</span> on {} node{}", audit::to_string(m->outcome), audit::to_string(m->outcome),
-          targets.size(), targets.size() == 1 ? "" : "s");
+      if (targets.size() == 1 && targets.front().empty()) {  // the summary of a probe over many addresses
+        w.f("<li><span class=\"o-{}\">{}</span> in all", audit::to_string(m->outcome), audit::to_string(m->outcome));
+        if (!m->observed.empty()) {
+          w.raw(": ");
+          w.esc(m->observed);
+        }
+        w.raw("</li>\n");
+        continue;
+      }
+      w.f("<li><span class=\"o-{}\">{}</span> on {} {}{}", audit::to_string(m->outcome), audit::to_string(m->outcome),
+          targets.size(), noun, targets.size() == 1 ? "" : (noun == "address" ? "es" : "s"));
       if (!m->observed.empty()) {
         w.raw(", observed ");
         w.esc(m->observed);
@@ -233,7 +257,11 @@ void findings_section(Writer& w, const RunReport& r, const std::string& id) {
       w.raw("<tr><td><code>");
       w.esc(g->members.size() == 1 ? f.check_id : g->id);
       w.raw("</code>");
-      if (g->members.size() > 1) w.f(" <span class=\"note\">({} nodes)</span>", g->members.size());
+      if (g->members.size() > 1) {
+        const std::size_t n = targeted(*g);
+        const std::string_view noun = target_noun(*g);
+        w.f(" <span class=\"note\">({} {}{})</span>", n, noun, n == 1 ? "" : (noun == "address" ? "es" : "s"));
+      }
       w.raw("</td><td>");
       w.esc(audit::category_title(f.category));
       w.raw("</td><td>");

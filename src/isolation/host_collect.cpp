@@ -3,8 +3,13 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <poll.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <chrono>
+#include <csignal>
 
 #include <algorithm>
 #include <cerrno>
@@ -19,6 +24,7 @@ namespace cmax::isolation {
 namespace {
 
 constexpr std::size_t kMaxProcesses = 65536;
+constexpr std::chrono::milliseconds kGpuOpenTimeout{15000};  // all the GPU nodes together
 constexpr std::size_t kStatusBytes = 4096;  // the Uid: line is within the first few hundred
 constexpr std::string_view kVolumeDevicesDir = "/var/run/nvidia-container-devices";
 
@@ -99,25 +105,29 @@ void collect_gpus(const core::HostRoot& root, HostIsolationFacts& f) {
   std::vector<core::DirEntry> entries;
   f.dev = list(root, "/dev", &entries);
   f.dev.text.clear();  // /dev is long and only the GPU nodes matter
+  std::vector<std::string> names, paths;
   for (const auto& e : entries) {
     std::string_view name = e.name;
     if (!name.starts_with("nvidia") || !all_digits(name.substr(6))) continue;
     auto minor = core::parse_uint(name.substr(6));
     if (!minor || *minor > 0xffff) continue;
-    GpuNode node{static_cast<unsigned>(*minor)};
-    // O_RDWR is what the device cgroup (Slurm ConstrainDevices, a container's device list)
-    // refuses; access() would not consult it. O_NOFOLLOW outside the live root, so that an
-    // image's link never opens a device of the machine running cmax.
-    const int flags = O_RDWR | O_CLOEXEC | O_NONBLOCK | (root.is_live() ? 0 : O_NOFOLLOW);
-    const std::string path = root.resolve("/dev/" + e.name);
-    int fd = ::open(path.c_str(), flags);
-    if (fd >= 0) {
-      ::close(fd);
-    } else {
-      node.open_errno = errno;
-      node.error = fmt::format("open /dev/{}: {}", e.name, std::strerror(errno));
-    }
-    f.gpus.push_back(std::move(node));
+    f.gpus.push_back(GpuNode{static_cast<unsigned>(*minor)});
+    names.push_back(e.name);
+    paths.push_back(root.resolve("/dev/" + e.name));
+  }
+  // O_RDWR is what the device cgroup (Slurm ConstrainDevices, a container's device list)
+  // refuses; access() would not consult it. O_NOFOLLOW outside the live root, so that an
+  // image's link never opens a device of the machine running cmax.
+  const int flags = O_RDWR | O_CLOEXEC | O_NONBLOCK | (root.is_live() ? 0 : O_NOFOLLOW);
+  const auto errs = open_each(paths, flags, kGpuOpenTimeout);
+  for (std::size_t i = 0; i < f.gpus.size(); ++i) {
+    f.gpus[i].open_errno = errs[i];
+    if (errs[i] == ETIMEDOUT)
+      f.gpus[i].error = fmt::format("open /dev/{}: no answer within {} s (a GPU initialising without persistence "
+                                    "mode, or a wedged driver)",
+                                    names[i], kGpuOpenTimeout.count() / 1000);
+    else if (errs[i] != 0)
+      f.gpus[i].error = fmt::format("open /dev/{}: {}", names[i], std::strerror(errs[i]));
   }
   std::sort(f.gpus.begin(), f.gpus.end(),
             [](const GpuNode& a, const GpuNode& b) { return a.minor < b.minor; });
@@ -251,6 +261,58 @@ HostIsolationEnv current_env() {
   env.kubernetes_service_host = env_var("KUBERNETES_SERVICE_HOST");
   env.uid = ::getuid();
   return env;
+}
+
+// The child calls only open, close, write and _exit, so forking from a threaded process is safe.
+std::vector<int> open_each(const std::vector<std::string>& paths, int flags, std::chrono::milliseconds timeout) {
+  std::vector<int> result(paths.size(), ETIMEDOUT);
+  if (paths.empty()) return result;
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) {
+    std::fill(result.begin(), result.end(), errno);
+    return result;
+  }
+  std::vector<const char*> cpaths;
+  for (const auto& p : paths) cpaths.push_back(p.c_str());
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    const int err = errno;
+    ::close(fds[0]);
+    ::close(fds[1]);
+    std::fill(result.begin(), result.end(), err);
+    return result;
+  }
+  if (pid == 0) {
+    ::close(fds[0]);
+    for (const char* path : cpaths) {
+      int fd = ::open(path, flags);
+      int err = fd >= 0 ? 0 : errno;
+      if (fd >= 0) ::close(fd);
+      if (::write(fds[1], &err, sizeof err) != static_cast<ssize_t>(sizeof err)) ::_exit(1);
+    }
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  std::size_t got = 0;
+  while (got < paths.size()) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) break;
+    pollfd p{fds[0], POLLIN, 0};
+    int n = ::poll(&p, 1, static_cast<int>(left.count()));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    int err = 0;
+    ssize_t r = ::read(fds[0], &err, sizeof err);
+    if (r != static_cast<ssize_t>(sizeof err)) break;  // the child died or closed the pipe
+    result[got++] = err;
+  }
+  ::close(fds[0]);
+  if (got < paths.size()) ::kill(pid, SIGKILL);
+  int status = 0;
+  // A child stuck in the kernel cannot be reaped until its open returns; do not wait for it.
+  for (int i = 0; i < 20 && ::waitpid(pid, &status, WNOHANG) == 0; ++i) ::usleep(5000);
+  return result;
 }
 
 }  // namespace cmax::isolation

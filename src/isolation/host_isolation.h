@@ -4,6 +4,7 @@
 // namespace, /proc visibility, MUNGE). Collection reads through a HostRoot; judging is pure, and
 // evidence it could not read is unverified, never a pass.
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -90,6 +91,12 @@ HostIsolationFacts collect_host_isolation(const core::HostRoot& root, const Host
 
 /// Pure: one audit::Finding per check (isolation.host.*), in a fixed order.
 std::vector<audit::Finding> judge_host_isolation(const HostIsolationFacts& facts);
+
+/// Opens each path with `flags` and closes it at once, in a child process, so that an open stuck in
+/// a driver (a GPU initialising without persistence mode takes seconds; a wedged one may never
+/// return) costs at most `timeout` in all: the child is then killed and left to the kernel, and the
+/// paths it did not report get ETIMEDOUT. Per path: 0 when it opened, else the errno.
+std::vector<int> open_each(const std::vector<std::string>& paths, int flags, std::chrono::milliseconds timeout);
 
 /// The environment of this process (getenv, getuid), for the CLI.
 HostIsolationEnv current_env();

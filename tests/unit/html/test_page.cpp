@@ -180,6 +180,29 @@ TEST(HtmlPage, ACheckOnManyNodesIsShownOnceWithItsNodesGroupedByAnswer) {
   EXPECT_NE(h.find("<summary>1 pass</summary>"), std::string::npos);
 }
 
+TEST(HtmlPage, AnIsolationProbeIsGroupedByAddressWithItsSummary) {
+  RunReport r = sample_run();
+  r.findings.clear();
+  auto summary = finding("isolation.grafana.anonymous", audit::Category::security, audit::Outcome::fail);
+  summary.observed = "254 addresses probed: 2 open, 252 closed";
+  r.findings.push_back(summary);
+  auto open = finding("isolation.grafana.anonymous@10.0.0.5:3000", audit::Category::security, audit::Outcome::fail);
+  open.observed = "dashboards listable without a login: 2 entries";
+  r.findings.push_back(open);
+  auto login = finding("isolation.grafana.anonymous@10.0.0.6:3000", audit::Category::security, audit::Outcome::pass);
+  login.observed = "login required (HTTP 401)";
+  r.findings.push_back(login);
+  auto page = render_page({r}, rubric(), {"t", "v"});
+  const std::string& h = page.html;
+  EXPECT_NE(h.find("<dt>addresses</dt>"), std::string::npos);
+  EXPECT_NE(h.find("fail</span> in all: 254 addresses probed: 2 open, 252 closed"), std::string::npos);
+  EXPECT_NE(h.find("fail</span> on 1 address, observed dashboards listable without a login: 2 entries: 10.0.0.5:3000"),
+            std::string::npos);
+  EXPECT_NE(h.find("pass</span> on 1 address, observed login required (HTTP 401): 10.0.0.6:3000"), std::string::npos);
+  EXPECT_EQ(h.find("<dt>nodes</dt>"), std::string::npos) << "addresses, not nodes";
+  EXPECT_EQ(h.find(" on 1 node"), std::string::npos);
+}
+
 TEST(HtmlPage, SeveralRunsAreRankedSideBySide) {
   auto a = sample_run();
   auto b = sample_run();

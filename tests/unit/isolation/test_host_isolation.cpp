@@ -2,6 +2,7 @@
 // (unreadable evidence is unverified, never a pass), the pure readers, and the shape on the live
 // machine.
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -9,6 +10,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <stdexcept>
@@ -879,6 +881,27 @@ TEST(HostIsolationLive, ShapeOnTheLiveRoot) {
   EXPECT_EQ(facts.self_net.state, ReadState::read) << facts.self_net.error;
   EXPECT_TRUE(facts.self_net.text.starts_with("net:[")) << facts.self_net.text;
   EXPECT_EQ(facts.proc.state, ReadState::read);
+}
+
+TEST(HostIsolationGpu, AnOpenThatNeverReturnsCostsTheTimeoutNotAHang) {
+  // A FIFO opened for reading without O_NONBLOCK blocks until a writer comes: a stand-in for a
+  // device whose driver does not answer. A regular file beside it opens at once.
+  test::TempHost host;
+  host.write("/dev/plain", "x");
+  const std::string fifo = (host.dir() / "dev/stuck").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const auto t0 = std::chrono::steady_clock::now();
+  auto errs = open_each({(host.dir() / "dev/plain").string(), fifo, (host.dir() / "dev/missing").string()},
+                        O_RDONLY | O_CLOEXEC, std::chrono::milliseconds(300));
+  const auto took = std::chrono::steady_clock::now() - t0;
+  ASSERT_EQ(errs.size(), 3u);
+  EXPECT_EQ(errs[0], 0);
+  EXPECT_EQ(errs[1], ETIMEDOUT);
+  EXPECT_EQ(errs[2], ETIMEDOUT);  // never reached: the child was stuck on the FIFO
+  EXPECT_LT(took, std::chrono::seconds(2));
+  auto quick = open_each({(host.dir() / "dev/missing").string()}, O_RDONLY, std::chrono::milliseconds(2000));
+  EXPECT_EQ(quick, std::vector<int>{ENOENT});
+  EXPECT_TRUE(open_each({}, O_RDONLY, std::chrono::milliseconds(10)).empty());
 }
 
 }  // namespace
