@@ -198,8 +198,8 @@ SubcommandRunner setup_audit_isolation(CLI::App &audit) {
       "open beyond its allocation, the container toolkit's NVIDIA_VISIBLE_DEVICES rule, InfiniBand\n"
       "partition keys, the network namespace and /proc visibility, and munge's key and socket.\n"
       "With --egress-canary URL, one GET to a server you own tells whether egress is open.\n"
-      "With --kube-api, or inside a pod, it also asks the Kubernetes API what this identity "
-      "may do\n"
+      "With --kube-api, a kubeconfig (--kubeconfig, $KUBECONFIG, ~/.kube/config), or inside a pod,\n"
+      "it also asks the Kubernetes API what this identity may do\n"
       "(SelfSubjectRulesReview, SelfSubjectAccessReviews, pod creates with dryRun=All: nothing "
       "is created).\n"
       "A probe that could not run is unverified, never a pass.\n"
@@ -238,7 +238,8 @@ SubcommandRunner setup_audit_isolation(CLI::App &audit) {
   sub->add_option("--kube-ca-file", s->kube_ca_file,
                   "CA bundle of the API server (default: the service account's ca.crt)");
   sub->add_option("--namespace", s->kube_namespace,
-                  "The tenant's namespace (default: the service account's, else default)");
+                  "The tenant's namespace (default: the kubeconfig context's, else the service account's, else "
+                  "default)");
   sub->add_option("--kubeconfig", s->kubeconfig,
                   "kubeconfig to take the API server, CA and token from (default: $KUBECONFIG, "
                   "else ~/.kube/config when it exists; bearer tokens only)");
