@@ -93,7 +93,7 @@ void expect_reason_rule(const Finding& f) {
   EXPECT_FALSE(f.evidence_source.empty()) << f.check_id;
 }
 
-// ---------------------------------------------------------------- pure readers
+// pure readers
 
 TEST(HostIsolationParse, TomlTopLevelStopsAtTheFirstTable) {
   constexpr std::string_view kConfig = R"(# NVIDIA Container Toolkit
@@ -203,7 +203,7 @@ TEST(HostIsolationParse, SocketTablesInterfacesPasswdAndPkeys) {
   EXPECT_FALSE(parse_pkey("0x"));
 }
 
-// ---------------------------------------------------------------- isolation.host.gpu_devices
+// isolation.host.gpu_devices
 
 void gpu_nodes(test::TempHost& host, int n) {
   host.write("/dev/nvidiactl", "");
@@ -407,7 +407,7 @@ TEST(HostIsolationGpu, UnlistableDevIsUnverified) {
   EXPECT_TRUE(has(f.reason, "cannot list /dev")) << f.reason;
 }
 
-// ---------------------------------------------------------------- container_toolkit_envvar
+// container_toolkit_envvar
 
 constexpr std::string_view kToolkitPath = "/etc/nvidia-container-runtime/config.toml";
 
@@ -473,7 +473,7 @@ TEST(HostIsolationToolkit, UnreadableConfigIsUnverified) {
   EXPECT_EQ(run(dangling, {}, "container_toolkit_envvar").outcome, Outcome::unverified);
 }
 
-// ---------------------------------------------------------------- isolation.host.ib_pkeys
+// isolation.host.ib_pkeys
 
 void ib_port(test::TempHost& host, std::string_view dev, int port, std::string_view layer,
              std::vector<std::string> pkeys) {
@@ -548,7 +548,7 @@ TEST(HostIsolationIb, UnreadableOrOddTablesAreUnverified) {
   EXPECT_EQ(run(no_pkeys, {}, "ib_pkeys").outcome, Outcome::unverified);
 }
 
-// ---------------------------------------------------------------- isolation.host.netns
+// isolation.host.netns
 
 TEST(HostIsolationNetns, OtherUsersInOurNamespaceWarn) {
   test::TempHost host;
@@ -649,7 +649,7 @@ TEST(HostIsolationNetns, ContainerOwnNamespaceOrOwnInit) {
   EXPECT_TRUE(has(f.reason, "proves nothing")) << f.reason;
 }
 
-// ---------------------------------------------------------------- proc_visibility
+// proc_visibility
 
 TEST(HostIsolationProc, OtherUsersProcessesVisibleWarn) {
   test::TempHost host;
@@ -708,7 +708,7 @@ TEST(HostIsolationProc, RootJudgesByTheMountOption) {
   EXPECT_EQ(run(host, env_uid(0), "proc_visibility").outcome, Outcome::unverified);
 }
 
-// ---------------------------------------------------------------- munge_key and munge_socket
+// munge_key and munge_socket
 
 std::string passwd_with_munge(unsigned munge_uid) {
   return fmt::format("root:x:0:0:root:/root:/bin/bash\nmunge:x:{}:{}::/nonexistent:/bin/false\n",
@@ -848,7 +848,7 @@ TEST(HostIsolationMunge, SocketDirectory) {
   EXPECT_TRUE(has(f.reason, "owned by uid 1234")) << f.reason;
 }
 
-// ---------------------------------------------------------------- the live machine
+// the live machine
 
 TEST(HostIsolationLive, ShapeOnTheLiveRoot) {
   const core::HostRoot root("/");
