@@ -93,4 +93,10 @@ std::string clip(std::string_view s, std::size_t max_chars) {
   return std::string(s.substr(0, max_chars)) + "...";
 }
 
+std::string one_line(std::string_view s, std::size_t max_chars) {
+  std::string out;
+  for (char c : s) out += (c == '\r' || c == '\n' || c == '\t') ? ' ' : c;
+  return clip(out, max_chars);
+}
+
 }  // namespace cmax::core

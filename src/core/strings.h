@@ -40,4 +40,8 @@ std::optional<long long> parse_int(std::string_view s);
 /// The text cut to `max_chars` with "..." when longer; keeps evidence lines readable.
 std::string clip(std::string_view s, std::size_t max_chars = 200);
 
+/// The text on one line (CR, LF and tab become spaces), clipped as clip() does: for evidence that
+/// quotes what a file or a peer said.
+std::string one_line(std::string_view s, std::size_t max_chars = 200);
+
 }  // namespace cmax::core

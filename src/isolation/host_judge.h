@@ -42,10 +42,9 @@ inline Finding base(const CheckText& t, std::string_view source) {
   return f;
 }
 
+// A value read from a host file, trimmed and on one line.
 inline std::string one_line(std::string_view s, std::size_t max_chars = 200) {
-  std::string out;
-  for (char c : core::trim(s)) out += c == '\n' ? ' ' : c;
-  return core::clip(out, max_chars);
+  return core::one_line(core::trim(s), max_chars);
 }
 
 inline std::string join(const std::vector<std::string>& items, std::string_view sep = ", ") {

@@ -27,12 +27,6 @@ std::string endpoint(Ipv4 addr, std::uint16_t port) {
   return fmt::format("{}:{}", format_ipv4(addr), port);
 }
 
-std::string one_line(std::string_view s, std::size_t max_chars) {
-  std::string out;
-  for (char c : s) out += (c == '\r' || c == '\n' || c == '\t') ? ' ' : c;
-  return core::clip(out, max_chars);
-}
-
 Finding base_finding(const Service &s) {
   Finding f;
   f.check_id = service_check_id(s);
@@ -81,7 +75,7 @@ Verdict judge_open(const Service &s, const ProbeResult &r, const ProberOptions &
                                                bounds.io_timeout.count())
                                  : std::string("TCP port open; closed without an HTTP answer")};
     return {Outcome::unverified,
-            fmt::format("TCP port open; the answer is not HTTP: {}", one_line(r.answer, 60))};
+            fmt::format("TCP port open; the answer is not HTTP: {}", core::one_line(r.answer, 60))};
   }
   return s.classify(*answer);
 }
@@ -268,11 +262,11 @@ std::vector<Finding> judge(const Plan &plan, const ProbeRun &run, const ProberOp
     switch (s.request) {
       case Request::http_get:
         f.evidence_source = fmt::format("GET http://{}{}", endpoint(p.addr, s.port), s.path);
-        f.evidence_value = one_line(r.answer, 200);
+        f.evidence_value = core::one_line(r.answer, 200);
         break;
       case Request::https_get:
         f.evidence_source = fmt::format("GET https://{}{}", endpoint(p.addr, s.port), s.path);
-        f.evidence_value = one_line(r.answer, 200);
+        f.evidence_value = core::one_line(r.answer, 200);
         if (!r.tls_peer.empty())
           f.evidence_value = fmt::format("certificate {}; {}", r.tls_peer, f.evidence_value);
         break;

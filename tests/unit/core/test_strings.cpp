@@ -26,6 +26,8 @@ TEST(Strings, SplitAndNumbers) {
   EXPECT_EQ(parse_int("-1"), -1);
   EXPECT_TRUE(contains_icase("NVIDIA UNIX Open Kernel Module", "open kernel module"));
   EXPECT_EQ(clip("abcdef", 3), "abc...");
+  EXPECT_EQ(one_line("HTTP/1.1 401\r\nA:\tb\n"), "HTTP/1.1 401  A: b ");
+  EXPECT_EQ(one_line("a\nbcdef", 4), "a bc...");
 }
 
 TEST(Clock, FormatsUtc) {
