@@ -8,6 +8,8 @@
 #include <span>
 #include <mutex>
 
+#include "isolation/finding.h"
+
 namespace cmax::isolation {
 namespace {
 
@@ -97,13 +99,8 @@ EgressResult probe_egress(const std::string& url, std::chrono::milliseconds time
 }
 
 audit::Finding judge_egress(std::string_view url, const EgressResult& r) {
-  audit::Finding f;
-  f.check_id = "isolation.egress.canary";
-  f.category = audit::Category::security;
-  f.severity = audit::Severity::config;
-  f.security = true;
-  f.title = "Egress from a tenant to the internet";
-  f.criterion = "Security: egress from tenants restricted or alerted on";
+  audit::Finding f = security_finding("isolation.egress.canary", "Egress from a tenant to the internet",
+                                      "Security: egress from tenants restricted or alerted on");
   f.expected = "blocked, or allowed only through a proxy whose use is logged and alerted on";
   f.description =
       "One GET to a URL the user owns, sent only with --egress-canary: an AI agent or a "

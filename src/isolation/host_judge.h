@@ -12,6 +12,7 @@
 
 #include "audit/attention.h"
 #include "core/strings.h"
+#include "isolation/finding.h"
 #include "isolation/host_isolation.h"
 #include "isolation/host_parse.h"
 
@@ -28,14 +29,8 @@ struct CheckText {
 };
 
 inline Finding base(const CheckText& t, std::string_view source) {
-  Finding f;
-  f.check_id = fmt::format("isolation.host.{}", t.name);
-  f.category = audit::Category::security;
-  f.severity = audit::Severity::config;
-  f.security = true;
-  f.title = std::string(t.title);
+  Finding f = security_finding(fmt::format("isolation.host.{}", t.name), std::string(t.title), kCriterion);
   f.expected = std::string(t.expected);
-  f.criterion = std::string(kCriterion);
   f.evidence_source = std::string(source);
   f.description = std::string(t.description);
   f.remediation = std::string(t.remediation);

@@ -10,6 +10,7 @@
 #include "audit/attention.h"
 #include "core/strings.h"
 #include "isolation/egress.h"
+#include "isolation/finding.h"
 #include "isolation/ipmi.h"
 
 namespace cmax::isolation {
@@ -28,14 +29,8 @@ std::string endpoint(Ipv4 addr, std::uint16_t port) {
 }
 
 Finding base_finding(const Service &s) {
-  Finding f;
-  f.check_id = service_check_id(s);
-  f.category = audit::Category::security;
-  f.severity = audit::Severity::config;
-  f.security = true;
-  f.title = std::string(s.title);
+  Finding f = security_finding(service_check_id(s), std::string(s.title), kCriterion);
   f.expected = std::string(kExpected);
-  f.criterion = std::string(kCriterion);
   if (!s.cve.empty()) f.cves.emplace_back(s.cve);
   f.description = std::string(s.description);
   f.remediation = std::string(s.remediation);

@@ -5,6 +5,8 @@
 #include <map>
 #include <optional>
 
+#include "isolation/finding.h"
+
 namespace cmax::isolation {
 namespace {
 
@@ -38,14 +40,9 @@ std::string reply_problem(std::string_view method, std::string_view path,
 }
 
 Finding permission_base(const DangerousPermission& p, std::string_view ns) {
-  Finding f;
-  f.check_id = fmt::format("isolation.kube.{}", p.id);
-  f.category = audit::Category::security;
-  f.severity = audit::Severity::config;
-  f.security = true;
-  f.title = fmt::format("Tenant may {}", describe_permission(p, ns));
+  Finding f = security_finding(fmt::format("isolation.kube.{}", p.id),
+                               fmt::format("Tenant may {}", describe_permission(p, ns)), kCriterion);
   f.expected = "denied to the tenant's identity";
-  f.criterion = std::string(kCriterion);
   f.evidence_source = fmt::format("POST {} ({})", kAccessReviewPath, describe_permission(p, ns));
   f.description = std::string(p.why);
   f.remediation = std::string(p.fix);
@@ -53,14 +50,9 @@ Finding permission_base(const DangerousPermission& p, std::string_view ns) {
 }
 
 Finding pod_base(const RiskyPod& pod, std::string_view ns) {
-  Finding f;
-  f.check_id = fmt::format("isolation.kube.admission.{}", pod.id);
-  f.category = audit::Category::security;
-  f.severity = audit::Severity::config;
-  f.security = true;
-  f.title = std::string(pod.title);
+  Finding f = security_finding(fmt::format("isolation.kube.admission.{}", pod.id), std::string(pod.title),
+                               kCriterion);
   f.expected = "refused by RBAC or by admission (PodSecurity baseline or restricted, or a policy)";
-  f.criterion = std::string(kCriterion);
   f.evidence_source = fmt::format("POST {} (dry run, nothing created)", dry_run_pod_path(ns));
   f.description = std::string(pod.why);
   f.remediation =
