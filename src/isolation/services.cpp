@@ -312,7 +312,7 @@ const std::array kServices = {
             "null-user logins are admitted. Nothing logs in.",
             "Keep BMC networks unreachable from tenant networks; disable IPMI over LAN "
             "where Redfish is used, and anonymous and null users everywhere.",
-            "", ipmi},
+            "", ipmi, ipmi_auth_caps_request},
     Service{"metadata", "imds", 80, "Cloud metadata answers without a token", Request::http_get,
             "/latest/meta-data/", metadata, Outcome::unverified, true, true,
             "The link-local metadata service (169.254.169.254). Only the "
@@ -357,7 +357,7 @@ Wire wire_of(const Service &s) {
 std::string_view protocol_name(const Service &s) { return s.request == Request::udp ? "udp" : "tcp"; }
 
 std::string build_request(const Service &s, std::string_view host) {
-  if (s.request == Request::udp) return s.key == "ipmi" ? ipmi_auth_caps_request() : std::string();
+  if (s.request == Request::udp) return s.datagram ? s.datagram() : std::string();
   if (s.request != Request::http_get && s.request != Request::https_get) return {};
   return fmt::format(
       "GET {} HTTP/1.1\r\nHost: {}\r\nUser-Agent: "

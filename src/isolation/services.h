@@ -56,6 +56,7 @@ struct Service {
   std::string_view remediation;
   std::string_view cve;  ///< a CVE the finding relates to, or empty
   BytesClassifier classify_bytes = nullptr;  ///< for udp
+  std::string (*datagram)() = nullptr;       ///< for udp: the bytes of its one request
 };
 
 /// Every service, in report order.
