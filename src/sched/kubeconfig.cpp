@@ -22,11 +22,11 @@ std::string scalar(const YAML::Node& n, const char* key) {
   return v && v.IsScalar() ? v.as<std::string>() : std::string();
 }
 
+// A YAML boolean as yaml-cpp reads one (true/True/TRUE, yes, on, y); false when absent or not one.
 bool truthy(const YAML::Node& n, const char* key) {
   const YAML::Node v = n[key];
-  if (!v || !v.IsScalar()) return false;
-  const std::string s = v.as<std::string>();
-  return s == "true" || s == "True" || s == "TRUE" || s == "yes";
+  bool value = false;
+  return v && v.IsScalar() && YAML::convert<bool>::decode(v, value) && value;
 }
 
 std::string absolute(std::string_view path, std::string_view dir) {
