@@ -143,6 +143,11 @@ std::string_view target_noun(const CheckGroup& g) {
   return "node";
 }
 
+// "1 node", "12 nodes", "3 addresses".
+std::string count_of(std::size_t n, std::string_view noun) {
+  return fmt::format("{} {}{}", n, noun, n == 1 ? "" : (noun == "address" ? "es" : "s"));
+}
+
 // Members that name a target; a summary finding without one (an isolation probe's) is not counted.
 std::size_t targeted(const CheckGroup& g) {
   return static_cast<std::size_t>(
@@ -192,8 +197,8 @@ void finding_article(Writer& w, const CheckGroup& g) {
         w.raw("</li>\n");
         continue;
       }
-      w.f("<li><span class=\"o-{}\">{}</span> on {} {}{}", audit::to_string(m->outcome), audit::to_string(m->outcome),
-          targets.size(), noun, targets.size() == 1 ? "" : (noun == "address" ? "es" : "s"));
+      w.f("<li><span class=\"o-{}\">{}</span> on {}", audit::to_string(m->outcome), audit::to_string(m->outcome),
+          count_of(targets.size(), noun));
       if (!m->observed.empty()) {
         w.raw(", observed ");
         w.esc(m->observed);
@@ -257,11 +262,7 @@ void findings_section(Writer& w, const RunReport& r, const std::string& id) {
       w.raw("<tr><td><code>");
       w.esc(g->members.size() == 1 ? f.check_id : g->id);
       w.raw("</code>");
-      if (g->members.size() > 1) {
-        const std::size_t n = targeted(*g);
-        const std::string_view noun = target_noun(*g);
-        w.f(" <span class=\"note\">({} {}{})</span>", n, noun, n == 1 ? "" : (noun == "address" ? "es" : "s"));
-      }
+      if (g->members.size() > 1) w.f(" <span class=\"note\">({})</span>", count_of(targeted(*g), target_noun(*g)));
       w.raw("</td><td>");
       w.esc(audit::category_title(f.category));
       w.raw("</td><td>");
