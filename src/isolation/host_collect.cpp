@@ -17,6 +17,7 @@
 #include <cstring>
 
 #include "core/strings.h"
+#include "core/unique_fd.h"
 #include "isolation/host_isolation.h"
 #include "isolation/host_parse.h"
 
@@ -272,42 +273,39 @@ std::vector<int> open_each(const std::vector<std::string>& paths, int flags, std
     std::fill(result.begin(), result.end(), errno);
     return result;
   }
+  core::UniqueFd read_end(fds[0]), write_end(fds[1]);
   std::vector<const char*> cpaths;
   for (const auto& p : paths) cpaths.push_back(p.c_str());
   const pid_t pid = ::fork();
   if (pid < 0) {
-    const int err = errno;
-    ::close(fds[0]);
-    ::close(fds[1]);
-    std::fill(result.begin(), result.end(), err);
+    std::fill(result.begin(), result.end(), errno);
     return result;
   }
   if (pid == 0) {
-    ::close(fds[0]);
     for (const char* path : cpaths) {
       int fd = ::open(path, flags);
       int err = fd >= 0 ? 0 : errno;
       if (fd >= 0) ::close(fd);
-      if (::write(fds[1], &err, sizeof err) != static_cast<ssize_t>(sizeof err)) ::_exit(1);
+      if (::write(write_end.get(), &err, sizeof err) != static_cast<ssize_t>(sizeof err)) ::_exit(1);
     }
     ::_exit(0);
   }
-  ::close(fds[1]);
+  write_end.reset();  // the child's copy is the only writer left: its exit ends the pipe
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   std::size_t got = 0;
   while (got < paths.size()) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) break;
-    pollfd p{fds[0], POLLIN, 0};
+    pollfd p{read_end.get(), POLLIN, 0};
     int n = ::poll(&p, 1, static_cast<int>(left.count()));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
     int err = 0;
-    ssize_t r = ::read(fds[0], &err, sizeof err);
+    ssize_t r = ::read(read_end.get(), &err, sizeof err);
     if (r != static_cast<ssize_t>(sizeof err)) break;  // the child died or closed the pipe
     result[got++] = err;
   }
-  ::close(fds[0]);
+  read_end.reset();
   if (got < paths.size()) ::kill(pid, SIGKILL);
   int status = 0;
   // A child stuck in the kernel cannot be reaped until its open returns; do not wait for it.
