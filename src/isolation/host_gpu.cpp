@@ -121,7 +121,22 @@ Allocation gpu_allocation(const HostIsolationFacts& f) {
   return {};
 }
 
-Finding judge_gpu_impl(const HostIsolationFacts& f) {
+constexpr CheckText kToolkitText = {
+    "container_toolkit_envvar",
+    "NVIDIA Container Toolkit honours NVIDIA_VISIBLE_DEVICES from unprivileged containers",
+    "accept-nvidia-visible-devices-envvar-when-unprivileged = false",
+    "Reads the top-level accept-nvidia-visible-devices-envvar-when-unprivileged key of the NVIDIA "
+    "Container Toolkit config. It defaults to true: any unprivileged container can then set "
+    "NVIDIA_VISIBLE_DEVICES=all (many CUDA images do) and get every GPU on the node, whatever the "
+    "scheduler allocated.",
+    "Set accept-nvidia-visible-devices-envvar-when-unprivileged = false and "
+    "accept-nvidia-visible-devices-as-volume-mounts = true in "
+    "/etc/nvidia-container-runtime/config.toml, and run the NVIDIA device plugin with the "
+    "volume-mounts device list strategy (deviceListStrategy=volume-mounts)."};
+
+}  // namespace
+
+Finding judge_gpu(const HostIsolationFacts& f) {
   Finding x = base(kGpuText, "/dev/nvidia[0-9]*");
   if (f.dev.state == ReadState::unreadable)
     return with(std::move(x), Outcome::unverified, "cannot list /dev: " + f.dev.error);
@@ -211,21 +226,7 @@ Finding judge_gpu_impl(const HostIsolationFacts& f) {
   return x;
 }
 
-
-constexpr CheckText kToolkitText = {
-    "container_toolkit_envvar",
-    "NVIDIA Container Toolkit honours NVIDIA_VISIBLE_DEVICES from unprivileged containers",
-    "accept-nvidia-visible-devices-envvar-when-unprivileged = false",
-    "Reads the top-level accept-nvidia-visible-devices-envvar-when-unprivileged key of the NVIDIA "
-    "Container Toolkit config. It defaults to true: any unprivileged container can then set "
-    "NVIDIA_VISIBLE_DEVICES=all (many CUDA images do) and get every GPU on the node, whatever the "
-    "scheduler allocated.",
-    "Set accept-nvidia-visible-devices-envvar-when-unprivileged = false and "
-    "accept-nvidia-visible-devices-as-volume-mounts = true in "
-    "/etc/nvidia-container-runtime/config.toml, and run the NVIDIA device plugin with the "
-    "volume-mounts device list strategy (deviceListStrategy=volume-mounts)."};
-
-Finding judge_toolkit_impl(const HostIsolationFacts& f) {
+Finding judge_toolkit(const HostIsolationFacts& f) {
   Finding x = base(kToolkitText, f.toolkit_config.path);
   if (f.toolkit_config.state == ReadState::absent) {
     std::string reason = "no NVIDIA Container Toolkit config";
@@ -271,10 +272,4 @@ Finding judge_toolkit_impl(const HostIsolationFacts& f) {
               "unprivileged containers get only the GPUs the runtime is given, not the ones "
               "their environment asks for");
 }
-
-}  // namespace
-
-Finding judge_gpu(const HostIsolationFacts& f) { return judge_gpu_impl(f); }
-Finding judge_toolkit(const HostIsolationFacts& f) { return judge_toolkit_impl(f); }
-
 }  // namespace cmax::isolation::host_judge

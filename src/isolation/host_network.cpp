@@ -37,7 +37,31 @@ std::string pkey_text(std::uint16_t pkey) {
       partition == kDefaultPartition ? std::string("default") : fmt::format("0x{:04x}", partition));
 }
 
-Finding judge_ib_impl(const HostIsolationFacts& f) {
+// The rule. Outside a container: another non-root user's process in this network namespace (its
+// /proc/<pid>/ns/net link equals ours, or a socket of its uid in /proc/self/net/{tcp,udp}*) can see
+// and bind this node's ports: warn. Inside a container, /proc/1 is normally the container's own
+// init, so "our netns equals PID 1's" proves nothing; it is evidence of hostNetwork only when PID 1
+// is also in our PID namespace, that namespace is the initial one (pid:[4026531836]) and PID 1 is
+// a host init (systemd, init). The host ends of container links (veth*, cni0, docker0, cali*, ...)
+// in our namespace are evidence of it too. Anything else inside a container is unverified.
+constexpr CheckText kNetnsText = {
+    "netns", "Network namespace shared with other tenants or with the host",
+    "a network namespace of its own (containers), or none shared with other users' processes",
+    "Compares /proc/self/ns/net with /proc/1/ns/net and with every other user's process. In a "
+    "container it fails when the namespace is the host's: PID 1 shares our PID namespace, which is "
+    "the initial one, is a host init (systemd or init) and its network namespace is ours; or the "
+    "namespace holds the "
+    "node-side ends of container links (veth*, cni0, docker0, cali*). Inside a container with "
+    "its own PID namespace /proc/1 is the container's init, so equality with it proves nothing. "
+    "Outside a container it warns when processes or sockets of other non-root users share the "
+    "namespace.",
+    "Run tenant workloads in their own network namespace: no hostNetwork for tenant pods "
+    "(PodSecurity baseline forbids it), a network namespace per job where the site supports it, "
+    "and no shared login processes on compute nodes."};
+
+}  // namespace
+
+Finding judge_ib(const HostIsolationFacts& f) {
   Finding x = base(kIbText, f.ib_class.path + "/*/ports/*/pkeys");
   if (f.ib_class.state == ReadState::absent)
     return with(std::move(x), Outcome::not_applicable,
@@ -130,30 +154,7 @@ Finding judge_ib_impl(const HostIsolationFacts& f) {
   return x;
 }
 
-
-// The rule. Outside a container: another non-root user's process in this network namespace (its
-// /proc/<pid>/ns/net link equals ours, or a socket of its uid in /proc/self/net/{tcp,udp}*) can see
-// and bind this node's ports: warn. Inside a container, /proc/1 is normally the container's own
-// init, so "our netns equals PID 1's" proves nothing; it is evidence of hostNetwork only when PID 1
-// is also in our PID namespace, that namespace is the initial one (pid:[4026531836]) and PID 1 is
-// a host init (systemd, init). The host ends of container links (veth*, cni0, docker0, cali*, ...)
-// in our namespace are evidence of it too. Anything else inside a container is unverified.
-constexpr CheckText kNetnsText = {
-    "netns", "Network namespace shared with other tenants or with the host",
-    "a network namespace of its own (containers), or none shared with other users' processes",
-    "Compares /proc/self/ns/net with /proc/1/ns/net and with every other user's process. In a "
-    "container it fails when the namespace is the host's: PID 1 shares our PID namespace, which is "
-    "the initial one, is a host init (systemd or init) and its network namespace is ours; or the "
-    "namespace holds the "
-    "node-side ends of container links (veth*, cni0, docker0, cali*). Inside a container with "
-    "its own PID namespace /proc/1 is the container's init, so equality with it proves nothing. "
-    "Outside a container it warns when processes or sockets of other non-root users share the "
-    "namespace.",
-    "Run tenant workloads in their own network namespace: no hostNetwork for tenant pods "
-    "(PodSecurity baseline forbids it), a network namespace per job where the site supports it, "
-    "and no shared login processes on compute nodes."};
-
-Finding judge_netns_impl(const HostIsolationFacts& f) {
+Finding judge_netns(const HostIsolationFacts& f) {
   Finding x = base(kNetnsText, f.self_net.path);
   if (!is_read(f.self_net))
     return with(std::move(x), Outcome::unverified,
@@ -261,10 +262,4 @@ Finding judge_netns_impl(const HostIsolationFacts& f) {
   return with(std::move(x), Outcome::pass,
               "no process or socket of another non-root user is in this network namespace");
 }
-
-}  // namespace
-
-Finding judge_ib(const HostIsolationFacts& f) { return judge_ib_impl(f); }
-Finding judge_netns(const HostIsolationFacts& f) { return judge_netns_impl(f); }
-
 }  // namespace cmax::isolation::host_judge

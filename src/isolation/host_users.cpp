@@ -13,7 +13,6 @@
 namespace cmax::isolation::host_judge {
 namespace {
 
-
 constexpr CheckText kProcText = {
     "proc_visibility", "Other users' processes visible in /proc",
     "/proc mounted with hidepid=invisible (2), so a tenant sees only its own processes",
@@ -25,7 +24,29 @@ constexpr CheckText kProcText = {
     "defaults,hidepid=invisible,gid=<monitoring group> 0 0` in /etc/fstab, and "
     "ProtectProc=invisible for services), keeping a gid= exemption for monitoring agents."};
 
-Finding judge_proc_impl(const HostIsolationFacts& f) {
+constexpr CheckText kMungeKeyText = {
+    "munge_key", "MUNGE key readable by other users",
+    "/etc/munge/munge.key a regular file, mode 0600 or 0400, owned by the munge user",
+    "Stats /etc/munge/munge.key. Whoever can read the key can mint MUNGE credentials for any uid, "
+    "which Slurm accepts as proof of identity: a tenant with the key can run jobs as, and read "
+    "the data of, any user, root included.",
+    "chown munge:munge /etc/munge/munge.key && chmod 0400 /etc/munge/munge.key (and /etc/munge "
+    "0700); if the key was ever readable by others, generate a new one (mungekey or "
+    "create-munge-key) "
+    "and restart munged on every node."};
+
+constexpr CheckText kMungeSocketText = {
+    "munge_socket", "MUNGE socket directory writable by other users",
+    "/run/munge not writable by group or others (or sticky), owned by munge or root; "
+    "munge.socket.2 owned by munge",
+    "Stats /run/munge and /run/munge/munge.socket.2. Slurm trusts whatever answers on that "
+    "socket: a tenant who can replace it can hand out forged credentials to every local client.",
+    "chown munge:munge /run/munge && chmod 0755 /run/munge (systemd: RuntimeDirectory=munge "
+    "with RuntimeDirectoryMode=0755 in munge.service), and restart munged."};
+
+}  // namespace
+
+Finding judge_proc(const HostIsolationFacts& f) {
   Finding x = base(kProcText, "/proc/<pid>/status, /proc/mounts");
   if (!is_read(f.proc))
     return with(std::move(x), Outcome::unverified, "cannot list /proc: " + f.proc.error);
@@ -81,28 +102,7 @@ Finding judge_proc_impl(const HostIsolationFacts& f) {
                     : std::string("no process of another non-root user is visible"));
 }
 
-
-constexpr CheckText kMungeKeyText = {
-    "munge_key", "MUNGE key readable by other users",
-    "/etc/munge/munge.key a regular file, mode 0600 or 0400, owned by the munge user",
-    "Stats /etc/munge/munge.key. Whoever can read the key can mint MUNGE credentials for any uid, "
-    "which Slurm accepts as proof of identity: a tenant with the key can run jobs as, and read "
-    "the data of, any user, root included.",
-    "chown munge:munge /etc/munge/munge.key && chmod 0400 /etc/munge/munge.key (and /etc/munge "
-    "0700); if the key was ever readable by others, generate a new one (mungekey or "
-    "create-munge-key) "
-    "and restart munged on every node."};
-
-constexpr CheckText kMungeSocketText = {
-    "munge_socket", "MUNGE socket directory writable by other users",
-    "/run/munge not writable by group or others (or sticky), owned by munge or root; "
-    "munge.socket.2 owned by munge",
-    "Stats /run/munge and /run/munge/munge.socket.2. Slurm trusts whatever answers on that "
-    "socket: a tenant who can replace it can hand out forged credentials to every local client.",
-    "chown munge:munge /run/munge && chmod 0755 /run/munge (systemd: RuntimeDirectory=munge "
-    "with RuntimeDirectoryMode=0755 in munge.service), and restart munged."};
-
-Finding judge_munge_key_impl(const HostIsolationFacts& f) {
+Finding judge_munge_key(const HostIsolationFacts& f) {
   Finding x = base(kMungeKeyText, f.munge_key.path);
   const PathStat& k = f.munge_key;
   if (k.error_number == ENOENT && f.munge_dir.error_number == ENOENT)
@@ -147,7 +147,7 @@ Finding judge_munge_key_impl(const HostIsolationFacts& f) {
               fmt::format("only munge can read the key (mode {})", mode_text(k.mode)));
 }
 
-Finding judge_munge_socket_impl(const HostIsolationFacts& f) {
+Finding judge_munge_socket(const HostIsolationFacts& f) {
   Finding x = base(kMungeSocketText, f.munge_dir.path);
   const PathStat& d = f.munge_dir;
   const PathStat& s = f.munge_socket;
@@ -196,11 +196,4 @@ Finding judge_munge_socket_impl(const HostIsolationFacts& f) {
   v.apply(x);
   return x;
 }
-
-}  // namespace
-
-Finding judge_proc(const HostIsolationFacts& f) { return judge_proc_impl(f); }
-Finding judge_munge_key(const HostIsolationFacts& f) { return judge_munge_key_impl(f); }
-Finding judge_munge_socket(const HostIsolationFacts& f) { return judge_munge_socket_impl(f); }
-
 }  // namespace cmax::isolation::host_judge
