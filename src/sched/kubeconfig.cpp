@@ -2,15 +2,13 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
-#include <fstream>
-#include <sstream>
 
 #include "core/strings.h"
+#include "core/text_file.h"
 
 namespace cmax::sched {
 namespace {
@@ -217,18 +215,11 @@ Result<KubeconfigChoice> load_kubeconfig(const std::vector<std::string>& files, 
   if (files.empty()) return fail("kubeconfig: no file to read (no --kubeconfig, KUBECONFIG or HOME)");
   std::vector<Kubeconfig> parsed;
   for (const auto& file : files) {
-    std::ifstream in(file, std::ios::binary);
-    if (!in) {
-      if (files.size() > 1) continue;  // kubectl skips missing entries of a list
-      return fail("read kubeconfig {}: {}", file, std::strerror(errno));
-    }
-    std::string text(kMaxKubeconfigBytes + 1, '\0');
-    in.read(text.data(), static_cast<std::streamsize>(text.size()));
-    text.resize(static_cast<std::size_t>(in.gcount()));
-    if (text.size() > kMaxKubeconfigBytes)
-      return fail("read kubeconfig {}: larger than {} MiB: not a kubeconfig", file, kMaxKubeconfigBytes >> 20);
+    if (files.size() > 1 && ::access(file.c_str(), R_OK) != 0) continue;  // kubectl skips missing entries
+    auto text = core::read_text_file(file, kMaxKubeconfigBytes, ": not a kubeconfig");
+    if (!text) return fail("kubeconfig: {}", text.error().message);
     const auto slash = file.rfind('/');
-    auto k = parse_kubeconfig(text, slash == std::string::npos ? "." : std::string_view(file).substr(0, slash));
+    auto k = parse_kubeconfig(*text, slash == std::string::npos ? "." : std::string_view(file).substr(0, slash));
     if (!k) return fail("{} ({})", k.error().message, file);
     k->files.push_back(file);
     parsed.push_back(std::move(*k));
