@@ -36,6 +36,15 @@ SseParser::SseParser(std::size_t max_event_bytes, std::size_t max_line_bytes)
     : max_event_bytes_(max_event_bytes), max_line_bytes_(max_line_bytes) {}
 
 void SseParser::feed(std::string_view bytes, SseSink& sink) {
+  feed_lines(bytes, sink);
+  // An event's data held as a view into `bytes` outlives this call only as a copy.
+  if (data_viewed_) {
+    data_.assign(data_view_);
+    data_viewed_ = false;
+  }
+}
+
+void SseParser::feed_lines(std::string_view bytes, SseSink& sink) {
   if (overflow_) return;
   if (!started_) {
     // A BOM may itself arrive split: hold its bytes in pending_ (they are a prefix of the BOM, so
@@ -83,7 +92,8 @@ void SseParser::feed(std::string_view bytes, SseSink& sink) {
       return;
     }
     std::string_view l(p + i, eol - i);
-    if (!pending_.empty()) {
+    const bool in_bytes = pending_.empty();  // l points into `bytes`, not into pending_
+    if (!in_bytes) {
       if (pending_.size() + l.size() > max_line_bytes_) {
         overflow_ = true;
         return;
@@ -94,7 +104,7 @@ void SseParser::feed(std::string_view bytes, SseSink& sink) {
       overflow_ = true;
       return;
     }
-    line(l, sink);
+    line(l, in_bytes, sink);
     pending_.clear();
     if (overflow_) return;
     i = eol + 1;
@@ -108,14 +118,15 @@ void SseParser::feed(std::string_view bytes, SseSink& sink) {
   }
 }
 
-void SseParser::line(std::string_view l, SseSink& sink) {
+void SseParser::line(std::string_view l, bool in_bytes, SseSink& sink) {
   if (l.empty()) {
     // Dispatch. The last event ID is sticky; an event with no data lines is dropped (the spec).
     if (has_data_) {
       ++events_;
-      sink.on_event(SseEvent{event_, data_, id_});
+      sink.on_event(SseEvent{event_, data_viewed_ ? data_view_ : std::string_view(data_), id_});
     }
     data_.clear();
+    data_viewed_ = false;
     event_.clear();
     has_data_ = false;
     return;
@@ -131,10 +142,23 @@ void SseParser::line(std::string_view l, SseSink& sink) {
     if (!value.empty() && value[0] == ' ') value.remove_prefix(1);
   }
   if (field == "data") {
-    const std::size_t grown = data_.size() + (has_data_ ? 1 : 0) + value.size();
+    const std::size_t have = data_viewed_ ? data_view_.size() : data_.size();
+    const std::size_t grown = have + (has_data_ ? 1 : 0) + value.size();
     if (grown > max_event_bytes_) {
       overflow_ = true;
       return;
+    }
+    if (!has_data_ && in_bytes) {
+      // The common event: one data line, its blank line in the same read. Not copied unless the
+      // event is still open when feed() returns.
+      data_view_ = value;
+      data_viewed_ = true;
+      has_data_ = true;
+      return;
+    }
+    if (data_viewed_) {
+      data_.assign(data_view_);
+      data_viewed_ = false;
     }
     if (has_data_) data_.push_back('\n');
     data_.append(value);
@@ -154,6 +178,7 @@ bool SseParser::finish() {
   const bool partial = !pending_.empty() || has_data_ || !event_.empty();
   pending_.clear();
   data_.clear();
+  data_viewed_ = false;
   event_.clear();
   has_data_ = false;
   after_cr_ = false;
@@ -163,6 +188,7 @@ bool SseParser::finish() {
 void SseParser::reset() {
   pending_.clear();
   data_.clear();
+  data_viewed_ = false;
   event_.clear();
   id_.clear();
   has_data_ = false;

@@ -46,10 +46,14 @@ class SseParser {
   bool overflow() const { return overflow_; }
 
  private:
-  void line(std::string_view l, SseSink& sink);
+  void feed_lines(std::string_view bytes, SseSink& sink);
+  /// `in_bytes`: l points into the bytes of this feed() (not into pending_), so a view may be kept.
+  void line(std::string_view l, bool in_bytes, SseSink& sink);
   std::size_t max_event_bytes_, max_line_bytes_;
   std::string pending_;  ///< an unterminated line carried between feeds
   std::string data_, event_, id_;
+  std::string_view data_view_;  ///< the event's one data line, in the bytes being fed, when data_viewed_
+  bool data_viewed_ = false;
   bool has_data_ = false, started_ = false, after_cr_ = false, overflow_ = false;
   std::size_t events_ = 0, comments_ = 0;
   long retry_ms_ = -1;

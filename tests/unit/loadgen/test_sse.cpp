@@ -306,6 +306,26 @@ TEST(SseParser, ViewsAreValidDuringTheCall) {
   EXPECT_EQ(c.events[0].data, "{\"x\": \"hello\"}");
 }
 
+TEST(SseParser, NothingIsReadFromAFeedsBytesAfterItReturns) {
+  // The transport hands every read over from one shared buffer that the next read overwrites.
+  // An event whose data line came in one feed and its blank line in a later one must still carry
+  // that line's bytes: feed each piece from a reused buffer, scribbled over after each feed.
+  const std::string stream = std::string(kMulti) + "data: one\ndata: two\n\ndata: {\"k\":\"v\"}\n\n";
+  const Outcome ref = whole(stream);
+  ASSERT_GE(ref.events.size(), 3U);
+  for (std::size_t i = 0; i <= stream.size(); ++i) {
+    SseParser p;
+    Collect c;
+    std::string buf;
+    for (std::string_view piece : {std::string_view(stream).substr(0, i), std::string_view(stream).substr(i)}) {
+      buf.assign(piece);
+      p.feed(buf, c);
+      buf.assign(buf.size(), '#');
+    }
+    EXPECT_EQ(c.events, ref.events) << "split at " << i;
+  }
+}
+
 TEST(SseParser, AllocationFreeOnceWarm) {
   SseParser p;
   struct Count : SseSink {
