@@ -102,14 +102,21 @@ class NativeTransport final : public Transport {
     coalesce_wakeups(config_, active_, last_wake_, timeout);
     epoll_event events[512];
     const int n = ::epoll_wait(epfd_, events, 512, static_cast<int>(std::max<long>(0, timeout.count())));
-    // Each event's connection and exchange are cold (the server ran since the last wake-up):
-    // load them all at once rather than one miss after another.
+    // Each event's connection, exchange and handler are cold (the server ran since the last
+    // wake-up): load them all at once, a pass per pointer hop, rather than one miss after another.
     for (int i = 0; i < n; ++i) __builtin_prefetch(events[i].data.ptr);
     for (int i = 0; i < n; ++i) {
       if (const Exchange* x = static_cast<const Conn*>(events[i].data.ptr)->x) {
         __builtin_prefetch(x);
         __builtin_prefetch(reinterpret_cast<const char*>(x) + 64);
         __builtin_prefetch(reinterpret_cast<const char*>(x) + 128);
+      }
+    }
+    for (int i = 0; i < n; ++i) {
+      if (const Exchange* x = static_cast<const Conn*>(events[i].data.ptr)->x) {
+        __builtin_prefetch(x->h);
+        __builtin_prefetch(reinterpret_cast<const char*>(x->h) + 64);
+        __builtin_prefetch(reinterpret_cast<const char*>(x->h) + 128);
       }
     }
     for (int i = 0; i < n; ++i) on_event(static_cast<Conn*>(events[i].data.ptr), events[i].events);
