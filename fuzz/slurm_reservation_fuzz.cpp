@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "drill/reservation.h"
+#include "sched/slurm_reservation.h"
 #include "drill/slurm_objects.h"
 
 namespace {
@@ -21,7 +21,7 @@ void check(bool ok) {
 }
 
 void check_names(const std::vector<std::string>& names) {
-  check(names.size() <= cmax::drill::kMaxHostlistNames);
+  check(names.size() <= cmax::sched::kMaxHostlistNames);
   for (const auto& n : names) check(!n.empty() && n.find_first_of(",[] \n") == std::string::npos);
 }
 
@@ -29,7 +29,7 @@ void check_names(const std::vector<std::string>& names) {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   std::string_view in(reinterpret_cast<const char*>(data), size);
-  if (auto r = cmax::drill::parse_scontrol_reservation(in)) {
+  if (auto r = cmax::sched::parse_scontrol_reservation(in)) {
     check(!r->name.empty() && !r->state.empty() && r->node_cnt >= 0);
     check_names(r->nodes);
   }
@@ -41,6 +41,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     check(!j->id.empty() && !j->state.empty() && j->restarts >= 0);
     check_names(j->nodes);
   }
-  if (auto names = cmax::drill::expand_hostlist(in)) check_names(*names);
+  if (auto names = cmax::sched::expand_hostlist(in)) check_names(*names);
   return 0;
 }

@@ -20,7 +20,7 @@
 #include "core/clock.h"
 #include "core/process.h"
 #include "drill/inject.h"
-#include "drill/reservation.h"
+#include "sched/slurm_reservation.h"
 #include "drill/scenario.h"
 #include "drill/slurm_objects.h"
 #include "drill/timeline.h"
@@ -173,7 +173,7 @@ int run_drill(const DrillFlags& f0) {
   auto steps = drill::render(*scenario, targets_for(f));
   if (!steps) return env_error(steps.error().message);
   if (f.nodes.empty()) return env_error("--nodes is required: name the nodes to drill (nothing is chosen for you)");
-  auto nodes = drill::expand_hostlist(f.nodes);
+  auto nodes = sched::expand_hostlist(f.nodes);
   if (!nodes) return env_error(fmt::format("--nodes {}: {}", f.nodes, nodes.error().message));
   if (nodes->empty()) return env_error("--nodes names no node");
   if (static_cast<int>(nodes->size()) > f.max_nodes)

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "core/strings.h"
-#include "drill/reservation.h"
+#include "sched/slurm_reservation.h"
 #include "sched/scontrol_fields.h"
 
 namespace cmax::drill {
@@ -11,7 +11,7 @@ namespace {
 
 Result<std::vector<std::string>> node_list(const std::string& value, std::string_view what) {
   if (value.empty() || value == "(null)") return std::vector<std::string>{};
-  auto names = expand_hostlist(value);
+  auto names = sched::expand_hostlist(value);
   if (!names) return fail("{}: {}", what, names.error().message);
   return names;
 }

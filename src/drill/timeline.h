@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "core/result.h"
-#include "drill/reservation.h"
+#include "sched/slurm_reservation.h"
 #include "drill/slurm_objects.h"
 #include "sched/node_state.h"
 
@@ -23,7 +23,7 @@ struct Observation {
   sched::NodeState target;               ///< the node the fault was injected into
   /// The watched reservation; nullopt when none is watched or its scontrol call failed this time
   /// (then reservation stages learn nothing from this poll).
-  std::optional<Reservation> reservation;
+  std::optional<sched::Reservation> reservation;
   /// The watched partition (a spare may join it), the same way.
   std::optional<Partition> partition;
   /// The watched job (it may be requeued onto another node), the same way.

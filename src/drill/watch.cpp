@@ -21,10 +21,10 @@ std::chrono::microseconds since(Clock::time_point t0) {
 
 }  // namespace
 
-Result<Reservation> read_reservation(const sched::SlurmOptions& options, const std::string& name) {
+Result<sched::Reservation> read_reservation(const sched::SlurmOptions& options, const std::string& name) {
   auto out = sched::run_scontrol(options, {options.scontrol, "-o", "show", "reservation", name}, 1u << 20);
   if (!out) return fail("read reservation {}: {}", name, out.error().message);
-  auto res = parse_scontrol_reservation(*out);
+  auto res = sched::parse_scontrol_reservation(*out);
   if (!res) return fail("read reservation {}: {}", name, res.error().message);
   return res;
 }
@@ -59,7 +59,7 @@ Result<Observation> SlurmPoller::observe(const WatchOptions& options, Clock::tim
   // field empty: that poll tells nothing about the replacement through it.
   std::size_t next = 1;
   if (options.reservation && next < answers->size())
-    if (auto r = parse_scontrol_reservation(join((*answers)[next++]))) o.reservation = std::move(*r);
+    if (auto r = sched::parse_scontrol_reservation(join((*answers)[next++]))) o.reservation = std::move(*r);
   if (options.partition && next < answers->size())
     if (auto p = parse_scontrol_partition(join((*answers)[next++]))) o.partition = std::move(*p);
   if (options.job && next < answers->size())

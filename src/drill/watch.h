@@ -81,6 +81,6 @@ std::vector<Observation> watch(Poller& poller, const WatchOptions& options, cons
                                std::chrono::steady_clock::time_point t0, std::stop_token stop, int& failed_polls);
 
 /// `scontrol -o show reservation NAME` through `slurm`'s options (conf, timeout).
-Result<Reservation> read_reservation(const sched::SlurmOptions& options, const std::string& name);
+Result<sched::Reservation> read_reservation(const sched::SlurmOptions& options, const std::string& name);
 
 }  // namespace cmax::drill

@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/strings.h"
-#include "drill/reservation.h"
+#include "sched/slurm_reservation.h"
 #include "sla/timestamp.h"
 
 namespace cmax::sla {
@@ -105,7 +105,7 @@ Result<void> parse_topology(const json& doc, Contract& c) {
       }
       auto nodes = get_string(rack, rw, "nodes", true);
       if (!nodes) return Unexpected<Error>{nodes.error()};
-      auto names = drill::expand_hostlist(*nodes);
+      auto names = sched::expand_hostlist(*nodes);
       if (!names) return bad(rw + "nodes", names.error().message);
       if (names->empty()) return bad(rw + "nodes", "names no node; give a hostlist like \"r01-t[01-18]\"");
       const auto rack_index = static_cast<std::int32_t>(t.rack_names.size());
@@ -217,7 +217,7 @@ Result<void> parse_exclusions(const json& doc, Contract& c) {
         return bad(w + "targets", "must name the sites, racks or nodes (an array, or a hostlist string)");
       std::vector<std::string> names;
       if (targets->is_string()) {
-        auto expanded = drill::expand_hostlist(targets->get<std::string>());
+        auto expanded = sched::expand_hostlist(targets->get<std::string>());
         if (!expanded) return bad(w + "targets", expanded.error().message);
         names = std::move(*expanded);
       } else {

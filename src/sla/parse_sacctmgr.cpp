@@ -1,7 +1,7 @@
 #include <fmt/format.h>
 
 #include "core/strings.h"
-#include "drill/reservation.h"
+#include "sched/slurm_reservation.h"
 #include "sla/parse.h"
 #include "sla/timestamp.h"
 
@@ -85,7 +85,7 @@ Result<EventSet> parse_sacctmgr_events(std::string_view text, const Zone& zone) 
       set.anomalies.malformed.add(fmt::format("line {}: unreadable time: {}", line_no, core::clip(line, 120)));
       continue;
     }
-    auto names = drill::expand_hostlist(nodes);
+    auto names = sched::expand_hostlist(nodes);
     if (!names || names->empty()) {
       set.anomalies.malformed.add(fmt::format("line {}: bad NodeName '{}': {}", line_no, core::clip(nodes, 60),
                                               names ? "empty" : names.error().message));

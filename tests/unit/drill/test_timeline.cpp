@@ -13,7 +13,7 @@
 
 using cmax::drill::compute_stages;
 using cmax::drill::Observation;
-using cmax::drill::Reservation;
+using cmax::sched::Reservation;
 using cmax::drill::Stage;
 using cmax::drill::StageResult;
 using cmax::drill::StageThresholds;

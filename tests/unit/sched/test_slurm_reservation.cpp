@@ -10,11 +10,11 @@
 #include <string>
 #include <vector>
 
-#include "drill/reservation.h"
+#include "sched/slurm_reservation.h"
 
-using cmax::drill::expand_hostlist;
-using cmax::drill::parse_scontrol_reservation;
-using cmax::drill::Reservation;
+using cmax::sched::expand_hostlist;
+using cmax::sched::parse_scontrol_reservation;
+using cmax::sched::Reservation;
 using Names = std::vector<std::string>;
 
 namespace {
@@ -88,7 +88,7 @@ TEST(Hostlist, MalformedIsAnError) {
 TEST(Hostlist, RefusesHugeExpansionsWithoutAllocatingThem) {
   auto limit = expand_hostlist("n[1-100000]");
   ASSERT_TRUE(limit);
-  EXPECT_EQ(limit->size(), cmax::drill::kMaxHostlistNames);
+  EXPECT_EQ(limit->size(), cmax::sched::kMaxHostlistNames);
   EXPECT_EQ(limit->back(), "n100000");
   for (const char* huge : {"n[1-100001]", "n[1-50000],m[1-50001]", "a[1-1000]b[1-1000]",
                            "n[0-999999999999999999]", "a[0-99999]b[0-99999]c[0-99999]d[0-99999]"}) {

@@ -1,4 +1,4 @@
-#include "drill/reservation.h"
+#include "sched/slurm_reservation.h"
 
 #include <algorithm>
 #include <charconv>
@@ -11,7 +11,7 @@
 #include "core/strings.h"
 #include "sched/scontrol_fields.h"
 
-namespace cmax::drill {
+namespace cmax::sched {
 namespace {
 
 constexpr std::size_t kMaxDigits = 18;  // fits in uint64 with room; Slurm's own limit is lower
@@ -230,4 +230,4 @@ Result<Reservation> parse_scontrol_reservation(std::string_view text) {
   return r;
 }
 
-}  // namespace cmax::drill
+}  // namespace cmax::sched

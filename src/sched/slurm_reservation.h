@@ -9,7 +9,7 @@
 
 #include "core/result.h"
 
-namespace cmax::drill {
+namespace cmax::sched {
 
 /// The most names expand_hostlist produces; a longer expansion is an error, not an allocation.
 inline constexpr std::size_t kMaxHostlistNames = 100000;
@@ -43,4 +43,4 @@ Result<std::vector<std::string>> expand_hostlist(std::string_view hostlist);
 /// hostlist is an error.
 Result<Reservation> parse_scontrol_reservation(std::string_view text);
 
-}  // namespace cmax::drill
+}  // namespace cmax::sched
