@@ -27,6 +27,7 @@ struct AuditState {
   AuditFlags review_flags;
   std::string review_dir;
   bool list_checks = false;
+  bool overwrite = false;
 };
 
 int list_checks(bool json) {
@@ -63,6 +64,8 @@ int run_review(const AuditState& s) {
 int run_audit_command(const AuditState& s) {
   auto options = to_audit_options(s.flags);
   if (!options) return environment_error(options.error().message);
+  if (!s.out_dir.empty())
+    if (auto ready = report::prepare_run_dir(s.out_dir, s.overwrite); !ready) return environment_error(ready.error().message);
   auto report = audit::run_audit(*options);
   if (!report) return environment_error(report.error().message);
   int code = audit::exit_code_for(report->findings);
@@ -91,6 +94,8 @@ Runner setup_audit(CLI::App& sub) {
   sub.add_option("--sarif", s->sarif_path, "Also write the security findings as SARIF 2.1.0 to FILE");
   sub.add_flag("--list-checks", s->list_checks, "List every check (id, category, severity, title) and exit");
   sub.add_option("--out", s->out_dir, "Also write a run directory (results.json, cmax.db, security.sarif) to DIR");
+  sub.add_flag("--overwrite", s->overwrite,
+               "With --out: replace the run a directory already holds (without it such a directory is refused)");
   s->review = sub.add_subcommand("review", "Re-render a saved run directory offline (no host access)");
   s->review->add_option("RUN_DIR", s->review_dir, "A directory written by `cmax run` or `cmax audit --out`")
       ->required();

@@ -22,6 +22,7 @@
 #include "core/process.h"
 #include "isolation/isolation.h"
 #include "report/audit_json.h"
+#include "sched/slurm.h"
 #include "report/run_dir.h"
 #include "report/terminal.h"
 
@@ -31,10 +32,12 @@ namespace {
 struct RunState {
   AuditFlags flags;
   std::string out_dir;
-  std::string partition, nodelist, slurm_conf, cmax_path;
+  std::string partition, nodelist, slurm_conf, cmax_path, reservation;
   std::vector<std::string> collect_args;
   int node_timeout_s = 120;
+  int queue_wait_s = 5;
   bool dry_run = false;
+  bool overwrite = false;
   // Kubernetes
   std::string kube_api, kube_token = "/var/run/secrets/kubernetes.io/serviceaccount/token",
                         kube_ca = "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt";
@@ -72,23 +75,32 @@ class NodeProgress {
 };
 
 // Which fan-out: the flag when given; else Slurm inside an allocation or where a slurm.conf and
-// sinfo are present; else this machine alone. Kubernetes only when asked for.
-std::string choose_harness(const RunState& s, std::string* why) {
+// sinfo are present; else this machine alone, saying what was missing. Kubernetes only when asked
+// for. A SLURM_CONF (or --slurm-conf) that names a missing file is an error, not a reason to fall
+// back: the user meant a cluster.
+Result<std::string> choose_harness(const RunState& s, std::string* why) {
   if (s.flags.harness != "auto") {
     *why = "--harness " + s.flags.harness;
     return s.flags.harness;
   }
+  auto named = sched::effective_slurm_conf(s.slurm_conf);
+  if (!named) return Unexpected<Error>{named.error()};
   if (const char* job = std::getenv("SLURM_JOB_ID"); job && *job) {
     *why = fmt::format("inside Slurm allocation {}", job);
-    return "slurm";
+    return std::string("slurm");
   }
-  std::string conf = !s.slurm_conf.empty() ? s.slurm_conf : std::getenv("SLURM_CONF") ? std::getenv("SLURM_CONF") : "/etc/slurm/slurm.conf";
-  if (core::find_program("sinfo") && ::access(conf.c_str(), R_OK) == 0 && core::find_program("srun")) {
+  const std::string conf = named->empty() ? "/etc/slurm/slurm.conf" : *named;
+  std::vector<std::string> missing;
+  if (!core::find_program("sinfo")) missing.push_back("sinfo is not on PATH");
+  if (!core::find_program("srun")) missing.push_back("srun is not on PATH");
+  if (::access(conf.c_str(), R_OK) != 0)
+    missing.push_back(fmt::format("{} is not readable{}", conf, named->empty() ? " (and SLURM_CONF is not set)" : ""));
+  if (missing.empty()) {
     *why = fmt::format("sinfo and srun on PATH and {} readable", conf);
-    return "slurm";
+    return std::string("slurm");
   }
-  *why = "no Slurm configuration found";
-  return "standalone";
+  *why = fmt::format("no Slurm cluster found: {}", fmt::join(missing, ", "));
+  return std::string("standalone");
 }
 
 // The tenant-isolation stage of a standalone run: the host-side checks (local reads only), and
@@ -113,9 +125,11 @@ Result<void> add_isolation(const RunState& s, const audit::AuditOptions& options
   return {};
 }
 
-int run_standalone(const RunState& s, const std::string& dir) {
+int run_standalone(const RunState& s, const std::string& dir, const std::string& why) {
   auto options = to_audit_options(s.flags);
   if (!options) return environment_error(options.error().message);
+  // The auto harness says why it stayed on this machine: a user who meant a cluster sees it.
+  if (s.flags.harness == "auto") fmt::print(stderr, "cmax run: auditing this machine only ({}; --harness slurm|kubernetes to choose)\n", why);
   const int stages = s.no_isolation ? 1 : 2;
   progress(fmt::format("cmax run [1/{}] audit: collecting facts and judging checks...", stages));
   auto report = audit::run_audit(*options);
@@ -163,8 +177,13 @@ int finish_cluster(const RunState& s, const std::string& dir, const std::string&
   run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   run.fanout_log = std::move(fanout_log);
   int code = cluster::cluster_exit_code(run);
+  // A run that judged no node has no verdict to give: an error exit (results are still written),
+  // never a green one.
+  const std::string none_evaluated = cluster::why_no_node_evaluated(run);
+  if (!none_evaluated.empty()) code = 3;
   auto written = cluster::write_cluster_run_dir(run, code, dir);
   if (!written) return environment_error(written.error().message);
+  if (!none_evaluated.empty()) fmt::print(stderr, "cmax run: {}\n", none_evaluated);
 
   const std::string report_line = write_run_report(*written);
   if (s.flags.json) {
@@ -197,6 +216,8 @@ int run_slurm(const RunState& s, const std::string& dir, const std::string& why)
   fo.partition = s.partition;
   fo.nodelist = s.nodelist;
   fo.slurm_conf = s.slurm_conf;
+  fo.reservation = s.reservation;
+  fo.queue_wait = std::chrono::seconds(s.queue_wait_s);
   const char* job = std::getenv("SLURM_JOB_ID");
   fo.overlap = job && *job;
   if (fo.overlap && fo.nodelist.empty())
@@ -216,13 +237,12 @@ int run_slurm(const RunState& s, const std::string& dir, const std::string& why)
     fmt::print("cmax run --dry-run: harness slurm ({})\n", why);
     fmt::print("nodes to ask ({}): {}\n", fanned->plan.nodes.size(), fmt::join(fanned->plan.nodes, " "));
     for (const auto& sk : fanned->plan.skipped) fmt::print("not asked: {}: {}\n", sk.node, sk.detail);
-    if (!fanned->plan.argv.empty()) fmt::print("would run: {}\n", core::describe_argv(fanned->plan.argv));
+    for (const auto& note : fanned->plan.notes) fmt::print("note: {}\n", note);
+    for (const auto& g : fanned->plan.groups) fmt::print("would run: {}\n", core::describe_argv(g.argv));
     return 0;
   }
 
-  return finish_cluster(s, dir, why, "slurm", std::move(fanned->nodes), *floors, started, t0,
-                        fmt::format("{}\nexit {}\n{}", core::describe_argv(fanned->plan.argv), fanned->srun_exit,
-                                    fanned->srun_stderr));
+  return finish_cluster(s, dir, why, "slurm", std::move(fanned->nodes), *floors, started, t0, std::move(fanned->log));
 }
 
 std::string default_run_id(const core::Clock& clock) {
@@ -291,10 +311,13 @@ int run_main(const RunState& s) {
   core::SystemClock clock;
   std::string dir = s.out_dir.empty() ? report::default_run_dir(core::format_utc_compact(clock.now())) : s.out_dir;
   std::string why;
-  std::string harness = choose_harness(s, &why);
-  if (harness == "slurm") return run_slurm(s, dir, why);
-  if (harness == "kubernetes") return run_kubernetes(s, dir, why);
-  return run_standalone(s, dir);
+  auto harness = choose_harness(s, &why);
+  if (!harness) return environment_error(harness.error().message);
+  if (!s.dry_run && !s.render_manifest)
+    if (auto ready = report::prepare_run_dir(dir, s.overwrite); !ready) return environment_error(ready.error().message);
+  if (*harness == "slurm") return run_slurm(s, dir, why);
+  if (*harness == "kubernetes") return run_kubernetes(s, dir, why);
+  return run_standalone(s, dir, why);
 }
 
 }  // namespace
@@ -309,14 +332,25 @@ Runner setup_run(CLI::App& sub) {
       "that does not answer within --node-timeout-s while the rest finish. Writes one run directory and prints a\n"
       "per-node table and the scorecard grouped by the ten ClusterMAX categories. A standalone run also checks what\n"
       "isolates a tenant on this host (cmax audit isolation's host-side checks; probes only with --isolation-*).\n"
+      "Nodes held by an active reservation are asked inside it; a step Slurm queues is reported as queued with\n"
+      "Slurm's reason within --queue-wait-s. A node that is queued or not scheduled is not evaluated; a run that\n"
+      "evaluated no node exits 3 with the reason (its run directory is still written).\n"
       "Exit codes: 0 no fail; 1 a check failed or a node did not answer; 2 a security check failed; 3 usage or\n"
-      "environment error.");
+      "environment error, or no node evaluated.");
   sub.add_option("--out", s->out_dir, "Run directory (default ~/.cmax/runs/<UTC timestamp>/)");
   sub.add_option("--partition,-p", s->partition, "Slurm: only nodes of this partition (srun -p)");
   sub.add_option("--nodelist,-w", s->nodelist, "Slurm: only these nodes (a hostlist: gpu[01-16])");
   sub.add_option("--node-timeout-s", s->node_timeout_s, "Give up on a node that has not answered after this long (default 120)")
       ->check(CLI::Range(1, 86400));
   sub.add_option("--slurm-conf", s->slurm_conf, "SLURM_CONF for sinfo and srun (default: inherited)");
+  sub.add_option("--reservation", s->reservation,
+                 "Slurm: ask only this reservation's nodes, inside it (default: every node; those held by an active "
+                 "reservation that admits this user are asked inside it)");
+  sub.add_option("--queue-wait-s", s->queue_wait_s,
+                 "Slurm: a step not started within this long is reported as queued, with Slurm's reason (default 5)")
+      ->check(CLI::Range(1, 3600));
+  sub.add_flag("--overwrite", s->overwrite,
+               "Replace the run an --out directory already holds (without it such a directory is refused)");
   sub.add_option("--cmax-path", s->cmax_path, "Path of cmax on the nodes (default: this binary's path)");
   sub.add_option("--collect-arg", s->collect_args, "Extra argument for `cmax collect` on each node (repeatable)");
   sub.add_flag("--dry-run", s->dry_run,

@@ -9,6 +9,7 @@ std::string_view to_string(NodeStatus s) {
     case NodeStatus::failed: return "failed";
     case NodeStatus::timeout: return "timeout";
     case NodeStatus::not_scheduled: return "not_scheduled";
+    case NodeStatus::queued: return "queued";
   }
   return "unknown";
 }

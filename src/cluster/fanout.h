@@ -18,6 +18,7 @@ enum class NodeStatus {
   failed,         ///< the task ran and failed (non-zero exit, no or malformed document)
   timeout,        ///< no answer within the node timeout
   not_scheduled,  ///< the scheduler would not place work there (down, drained, cordoned): not tried
+  queued,         ///< the scheduler queued the work instead of starting it (reserved, busy): not evaluated
 };
 std::string_view to_string(NodeStatus s);
 

@@ -2,10 +2,12 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "audit/check.h"
@@ -32,9 +34,9 @@ audit::Finding answered_finding(const NodeOutput& o) {
   f.evidence_value = o.detail;
   f.reason = o.detail;
   f.remediation = "Check the node's scheduler daemon (slurmd, kubelet) and network; a node the scheduler will not "
-                  "place work on (drained, down) is reported as not evaluated.";
+                  "place work on (drained, down) or queued the work for (reserved, busy) is reported as not evaluated.";
   f.outcome = o.status == NodeStatus::ok ? Outcome::pass
-              : o.status == NodeStatus::not_scheduled ? Outcome::unverified
+              : o.status == NodeStatus::not_scheduled || o.status == NodeStatus::queued ? Outcome::unverified
                                                        : Outcome::fail;
   return f;
 }
@@ -101,6 +103,21 @@ ClusterRun merge_nodes(std::vector<NodeOutput> outputs, const audit::Floors& flo
   run.cluster_findings = cross_node_findings(facts);
   for (const auto& n : run.nodes) run.cluster_findings.push_back(answered_finding(n.output));
   return run;
+}
+
+std::string why_no_node_evaluated(const ClusterRun& run) {
+  std::vector<std::pair<NodeStatus, std::vector<const NodeOutput*>>> by_status;
+  for (const auto& n : run.nodes) {
+    if (n.doc) return {};
+    auto it = std::find_if(by_status.begin(), by_status.end(), [&](const auto& p) { return p.first == n.output.status; });
+    if (it == by_status.end()) by_status.push_back({n.output.status, {&n.output}});
+    else it->second.push_back(&n.output);
+  }
+  if (run.nodes.empty()) return "no node was evaluated: the plan named no node";
+  std::vector<std::string> parts;
+  for (const auto& [status, outs] : by_status)
+    parts.push_back(fmt::format("{} {} ({}: {})", outs.size(), to_string(status), outs.front()->node, outs.front()->detail));
+  return fmt::format("no node was evaluated, so this run gives no verdict: {}", fmt::join(parts, "; "));
 }
 
 int cluster_exit_code(const ClusterRun& run) {

@@ -56,6 +56,10 @@ std::string render_node_table(const ClusterRun& run, bool color);
 /// Writes the run directory: the aggregate (results.json, cmax.db, security.sarif via
 /// report::write_run_dir), cluster.json, nodes/<node>.json (each node's document as it sent it)
 /// and fanout.log. Returns the directory.
+/// Empty when at least one node was judged; else why none was, by status with one node's detail
+/// each ("no node was evaluated: 6 not_scheduled (n1: a job on it is still ending ...)").
+std::string why_no_node_evaluated(const ClusterRun& run);
+
 Result<std::string> write_cluster_run_dir(const ClusterRun& run, int exit_code, const std::string& dir);
 
 }  // namespace cmax::cluster

@@ -41,6 +41,26 @@ std::string default_run_dir(std::string_view stamp) {
   return fmt::format("{}/.cmax/runs/{}", base, stamp);
 }
 
+Result<void> prepare_run_dir(const std::string& dir, bool overwrite) {
+  namespace fs = std::filesystem;
+  const fs::path d(dir);
+  std::error_code ec;
+  if (!fs::exists(d / "results.json", ec)) return ok();
+  if (!overwrite) {
+    std::string when;
+    if (auto earlier = read_run_dir(dir)) when = fmt::format(" (started {}, host {})", earlier->started_at, earlier->host);
+    return fail("write run directory {}: it already holds a run{}; pass a new --out, or --overwrite to replace that "
+                "run (its results.json, security.sarif and cmax.db together)",
+                dir, when);
+  }
+  for (const char* name : {"results.json", "security.sarif", "cmax.db", "cmax.db-wal", "cmax.db-shm", "cmax.db-journal",
+                           "cluster.json", "fanout.log", "nodes"}) {
+    fs::remove_all(d / name, ec);
+    if (ec) return fail("replace the run in {}: remove {}: {}", dir, name, ec.message());
+  }
+  return ok();
+}
+
 Result<std::string> write_run_dir(const audit::AuditReport& r, int exit_code, const std::string& dir) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);

@@ -92,12 +92,34 @@ std::string render_audit_terminal(const audit::AuditReport& r, int exit_code, co
   return out;
 }
 
+namespace {
+
+// Which commands bring evidence for a category, for the line of a category this run did not judge.
+std::string_view judged_by(audit::Category c) {
+  switch (c) {
+    case audit::Category::security:
+    case audit::Category::lifecycle:
+    case audit::Category::orchestration:
+    case audit::Category::monitoring: return "cmax run / cmax audit on a node that answers";
+    case audit::Category::storage: return "cmax run, cmax check --active";
+    case audit::Category::networking: return "cmax run, cmax nccl sweep";
+    case audit::Category::reliability: return "cmax check, cmax drill run";
+    case audit::Category::pricing: return "cmax endpoint bench";
+    case audit::Category::partnerships: return "no machine check: the provider's attestations";
+    case audit::Category::availability: return "cmax run on a cluster, cmax sla";
+  }
+  return "";
+}
+
+}  // namespace
+
 std::string render_scorecard_terminal(const audit::AuditReport& r, const TerminalOptions& opt) {
   std::string out = "\nScorecard (score = (pass + 0.5 x warn) / (pass + warn + fail); docs/scorecard.md)\n";
   for (const auto& cat : score_categories(r.findings)) {
     std::string score = cat.score ? fmt::format("{:5.1f}%", *cat.score * 100) : std::string("   --  ");
-    std::string line = cat.total() == 0 ? std::string("not evaluated by this run (needs the stages of later releases)")
-                                        : tally(cat);
+    std::string line = cat.total() == 0
+                           ? fmt::format("not evaluated: nothing in this run judged it ({})", judged_by(cat.category))
+                           : tally(cat);
     std::string_view color = !cat.score ? "\033[2m" : *cat.score >= 0.9 ? "\033[32m" : *cat.score >= 0.6 ? "\033[33m" : "\033[31m";
     out += fmt::format("  {:<14} {}  {}\n", audit::category_title(cat.category), paint(score, color, opt.color), line);
   }

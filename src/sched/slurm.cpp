@@ -1,5 +1,11 @@
 #include "sched/slurm.h"
 
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
 #include <utility>
 
 #include "core/process.h"
@@ -61,6 +67,25 @@ Result<std::string> run_scontrol(const SlurmOptions& options, std::vector<std::s
                 core::clip(core::trim(r->err.empty() ? r->out : r->err), 300));
   if (r->truncated) return fail("scontrol printed more than {} bytes", max_bytes);
   return std::move(r->out);
+}
+
+Result<std::string> effective_slurm_conf(std::string_view flag) {
+  std::string path(flag);
+  std::string_view from = "--slurm-conf";
+  if (path.empty()) {
+    const char* env = std::getenv("SLURM_CONF");
+    if (env == nullptr || *env == '\0') return std::string();
+    path = env;
+    from = "$SLURM_CONF";
+  }
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    return fail("read slurm.conf: {} names {}, a directory: name the cluster's slurm.conf file", from, path);
+  if (::access(path.c_str(), R_OK) != 0)
+    return fail("read slurm.conf: {} names {}: {}; export SLURM_CONF with the path of the cluster's slurm.conf (or "
+                "pass --slurm-conf), or unset it to use Slurm's default",
+                from, path, std::strerror(errno));
+  return path;
 }
 
 SlurmScheduler::SlurmScheduler(SlurmOptions options) : options_(std::move(options)) {}

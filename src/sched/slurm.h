@@ -36,6 +36,12 @@ std::vector<std::string> reboot_argv(const SlurmOptions& options, std::string_vi
 Result<std::string> run_scontrol(const SlurmOptions& options, std::vector<std::string> argv,
                                  std::size_t max_bytes = 64u << 10);
 
+/// The slurm.conf the client tools will read: `flag` when given, else $SLURM_CONF, else empty
+/// (Slurm's default, /etc/slurm/slurm.conf or a configless controller). A path that was named but
+/// is not a readable file is an error saying so, at once: Slurm's own tools would retry it for a
+/// minute and then blame the controller.
+Result<std::string> effective_slurm_conf(std::string_view flag);
+
 /// Scheduler over Slurm's scontrol. Each call runs scontrol once or twice (state, then action),
 /// each bounded by options.timeout. Not thread-safe; cheap to construct.
 class SlurmScheduler final : public Scheduler {

@@ -227,7 +227,44 @@ Result<Reservation> parse_scontrol_reservation(std::string_view text) {
     for (auto f : core::split_any(*flags, ",")) r.flags.emplace_back(f);
   if (const auto* t = sched::find_scontrol_field(fields, "StartTime")) r.start_time = *t;
   if (const auto* t = sched::find_scontrol_field(fields, "EndTime")) r.end_time = *t;
+  auto list = [](const std::string* v) {
+    std::vector<std::string> out;
+    if (v != nullptr && *v != "(null)")
+      for (auto f : core::split_any(*v, ",")) out.emplace_back(f);
+    return out;
+  };
+  if (const auto* p = sched::find_scontrol_field(fields, "PartitionName"); p != nullptr && *p != "(null)")
+    r.partition = *p;
+  r.users = list(sched::find_scontrol_field(fields, "Users"));
+  r.accounts = list(sched::find_scontrol_field(fields, "Accounts"));
   return r;
+}
+
+Result<std::vector<Reservation>> parse_scontrol_reservations(std::string_view text) {
+  std::vector<Reservation> out;
+  for (auto raw : core::split_lines(text)) {
+    auto line = core::trim(raw);
+    if (line.empty()) continue;
+    if (line.starts_with("No reservations")) continue;
+    auto r = parse_scontrol_reservation(line);
+    if (!r) return Unexpected<Error>{r.error()};
+    out.push_back(std::move(*r));
+  }
+  return out;
+}
+
+bool user_may_use(const Reservation& r, std::string_view user) {
+  if (r.users.empty()) return true;
+  bool only_excludes = true;
+  for (const auto& u : r.users) {
+    if (u.starts_with('-')) {
+      if (std::string_view(u).substr(1) == user) return false;
+    } else {
+      only_excludes = false;
+      if (u == user) return true;
+    }
+  }
+  return only_excludes;
 }
 
 }  // namespace cmax::sched

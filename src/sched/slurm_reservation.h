@@ -23,6 +23,9 @@ struct Reservation {
   std::string state;               ///< "ACTIVE" or "INACTIVE", verbatim
   std::string start_time;          ///< as printed ("2026-12-03T07:30:00"); empty when not said
   std::string end_time;            ///< as printed; empty when not said
+  std::string partition;           ///< PartitionName=; empty for "(null)"
+  std::vector<std::string> users;     ///< Users=, "-name" entries mean "all but"; empty: not said
+  std::vector<std::string> accounts;  ///< Accounts=; empty for "(null)"
 
   /// True when `flag` ("REPLACE_DOWN") is among the flags.
   bool has_flag(std::string_view flag) const;
@@ -42,5 +45,14 @@ Result<std::vector<std::string>> expand_hostlist(std::string_view hostlist);
 /// line that does not start with ReservationName=, a missing Nodes=, NodeCnt= or State=, or a bad
 /// hostlist is an error.
 Result<Reservation> parse_scontrol_reservation(std::string_view text);
+
+/// Parses everything `scontrol -o show reservation` prints: one line per reservation, or "No
+/// reservations in the system" (an empty list). A line that is not a reservation is an error.
+Result<std::vector<Reservation>> parse_scontrol_reservations(std::string_view text);
+
+/// Whether `user` may run jobs in `r` as far as its Users= list says (accounts are not known
+/// here): true when listed, when the list only excludes others ("-bob"), or when it names no
+/// users (an Accounts= reservation: Slurm decides).
+bool user_may_use(const Reservation& r, std::string_view user);
 
 }  // namespace cmax::sched

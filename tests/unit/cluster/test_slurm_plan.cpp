@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <string>
 #include <vector>
@@ -80,7 +81,7 @@ TEST(NotSchedulable, IdleMixedReservedArePlanned) {
 }
 
 TEST(NotSchedulable, AllocatedAndCompletingOnlyInsideAnAllocation) {
-  for (const char* s : {"allocated", "completing", "allocated+"}) {
+  for (const char* s : {"allocated", "allocated+"}) {
     EXPECT_FALSE(not_schedulable(node(s), true)) << s;  // --overlap: the job's own nodes
     auto out = not_schedulable(node(s), false);
     ASSERT_TRUE(out) << s;
@@ -92,6 +93,18 @@ TEST(NotSchedulable, AllocatedAndCompletingOnlyInsideAnAllocation) {
                                        "cmax run --harness slurm) or when the node is idle",
                                        s));
   }
+}
+
+TEST(NotSchedulable, ACompletingNodeGetsNoSallocAdvice) {
+  // No allocation can be had on a completing node (a job's processes still ending, or a slurmd
+  // lost mid-job): the advice is where to look, not salloc.
+  EXPECT_FALSE(not_schedulable(node("completing"), true));
+  auto out = not_schedulable(node("completing"), false);
+  ASSERT_TRUE(out);
+  EXPECT_EQ(out->status, NodeStatus::not_scheduled);
+  EXPECT_EQ(out->detail.find("salloc"), std::string::npos) << out->detail;
+  EXPECT_NE(out->detail.find("still ending (state completing)"), std::string::npos) << out->detail;
+  EXPECT_NE(out->detail.find("squeue -t CG"), std::string::npos) << out->detail;
 }
 
 TEST(NotSchedulable, NotRespondingNodes) {
@@ -145,7 +158,7 @@ TEST(SrunArgv, OutsideAnAllocation) {
                                          "--cpus-per-task=1",
                                          "--mpi=none",
                                          "--time=3",
-                                         "--immediate=90",
+                                         "--immediate=5",
                                          "--",
                                          "/opt/cmax/bin/cmax",
                                          "collect",
@@ -182,9 +195,11 @@ TEST(SrunArgv, TimeLimitInWholeMinutesWithAMinuteToSpare) {
   EXPECT_EQ(time_of(60001ms), "--time=3");
   EXPECT_EQ(time_of(600s), "--time=11");
 
+  // --immediate is the queue wait, not the node timeout: a step Slurm queues ends in seconds.
   auto immediate_of = [](std::chrono::milliseconds t) {
     SrunOptions o;
-    o.node_timeout = t;
+    o.node_timeout = 600s;
+    o.queue_wait = t;
     for (const auto& a : srun_argv({"n1"}, o))
       if (a.starts_with("--immediate=")) return a;
     return std::string();
@@ -263,4 +278,137 @@ TEST(IsFatalSrunError, WholeStepFailures) {
        }) {
     EXPECT_FALSE(is_fatal_srun_error(line)) << line;
   }
+}
+
+namespace {
+
+cmax::sched::Reservation reservation(std::string name, std::vector<std::string> nodes, std::vector<std::string> users,
+                                     std::string state = "ACTIVE") {
+  cmax::sched::Reservation r;
+  r.name = std::move(name);
+  r.nodes = std::move(nodes);
+  r.node_cnt = static_cast<int>(r.nodes.size());
+  r.users = std::move(users);
+  r.state = std::move(state);
+  r.end_time = "2026-12-05T15:04:21";
+  return r;
+}
+
+std::vector<SinfoNode> six(std::string reserved_state = "reserved") {
+  return {{"n1", reserved_state, "none"}, {"n2", reserved_state, "none"}, {"n3", reserved_state, "none"},
+          {"n4", reserved_state, "none"}, {"spare1", "idle", "none"},      {"spare2", "idle", "none"}};
+}
+
+SrunOptions plan_options() {
+  SrunOptions o;
+  o.collect_argv = {"/usr/bin/cmax", "collect", "--frame"};
+  return o;
+}
+
+}  // namespace
+
+TEST(PlanSrun, ReservedNodesAreAskedInsideTheirReservationBesideTheIdleOnes) {
+  // The rater's trial cluster: n[1-4] in a REPLACE_DOWN reservation, two idle spares.
+  PlanInput in{six(), {reservation("train", {"n1", "n2", "n3", "n4"}, {"root"})}, "", "root"};
+  auto plan = plan_srun(in, plan_options());
+  ASSERT_TRUE(plan) << plan.error().message;
+  EXPECT_TRUE(plan->skipped.empty());
+  EXPECT_EQ(plan->nodes, (std::vector<std::string>{"n1", "n2", "n3", "n4", "spare1", "spare2"}));
+  ASSERT_EQ(plan->groups.size(), 2u);
+  EXPECT_EQ(plan->groups[0].reservation, "");
+  EXPECT_EQ(plan->groups[0].nodes, (std::vector<std::string>{"spare1", "spare2"}));
+  EXPECT_EQ(std::count(plan->groups[0].argv.begin(), plan->groups[0].argv.end(), "--reservation=train"), 0);
+  EXPECT_EQ(plan->groups[1].reservation, "train");
+  EXPECT_EQ(plan->groups[1].nodes, (std::vector<std::string>{"n1", "n2", "n3", "n4"}));
+  EXPECT_EQ(std::count(plan->groups[1].argv.begin(), plan->groups[1].argv.end(), "--reservation=train"), 1);
+  EXPECT_EQ(std::count(plan->groups[1].argv.begin(), plan->groups[1].argv.end(), "--nodelist=n1,n2,n3,n4"), 1);
+  ASSERT_EQ(plan->notes.size(), 1u);
+  EXPECT_NE(plan->notes[0].find("reservation train"), std::string::npos);
+}
+
+TEST(PlanSrun, AMaintReservationThatAdmitsUsIsAsked) {
+  PlanInput in{six("maint"), {reservation("rating", {"n1", "n2", "n3", "n4"}, {"root", "alice"})}, "", "alice"};
+  auto plan = plan_srun(in, plan_options());
+  ASSERT_TRUE(plan) << plan.error().message;
+  EXPECT_TRUE(plan->skipped.empty());
+  EXPECT_EQ(plan->nodes.size(), 6u);
+}
+
+TEST(PlanSrun, AReservationThatDoesNotAdmitTheUserIsTheReasonItsNodesAreNotAsked) {
+  PlanInput in{six(), {reservation("train", {"n1", "n2", "n3", "n4"}, {"alice", "bob"})}, "", "root"};
+  auto plan = plan_srun(in, plan_options());
+  ASSERT_TRUE(plan) << plan.error().message;
+  ASSERT_EQ(plan->skipped.size(), 4u);
+  EXPECT_EQ(plan->skipped[0].status, NodeStatus::not_scheduled);
+  EXPECT_NE(plan->skipped[0].detail.find("held by reservation train (Users=alice,bob), which does not admit root"),
+            std::string::npos)
+      << plan->skipped[0].detail;
+  ASSERT_EQ(plan->groups.size(), 1u);
+  EXPECT_EQ(plan->groups[0].nodes, (std::vector<std::string>{"spare1", "spare2"}));
+
+  // "-bob" excludes only bob.
+  in.reservations = {reservation("train", {"n1", "n2", "n3", "n4"}, {"-bob"})};
+  plan = plan_srun(in, plan_options());
+  ASSERT_TRUE(plan);
+  EXPECT_TRUE(plan->skipped.empty());
+  in.user = "bob";
+  plan = plan_srun(in, plan_options());
+  ASSERT_TRUE(plan);
+  EXPECT_EQ(plan->skipped.size(), 4u);
+}
+
+TEST(PlanSrun, InactiveReservationsDoNotGroupNodes) {
+  PlanInput in{six("idle"), {reservation("later", {"n1"}, {"root"}, "INACTIVE")}, "", "root"};
+  auto plan = plan_srun(in, plan_options());
+  ASSERT_TRUE(plan);
+  ASSERT_EQ(plan->groups.size(), 1u);
+  EXPECT_EQ(plan->groups[0].nodes.size(), 6u);
+}
+
+TEST(PlanSrun, AnExplicitReservationLimitsTheRunToItsNodes) {
+  PlanInput in{six(), {reservation("train", {"n1", "n2", "n3", "n4"}, {"root"})}, "train", "root"};
+  auto plan = plan_srun(in, plan_options());
+  ASSERT_TRUE(plan);
+  ASSERT_EQ(plan->groups.size(), 1u);
+  EXPECT_EQ(plan->groups[0].reservation, "train");
+  ASSERT_EQ(plan->skipped.size(), 2u);
+  EXPECT_EQ(plan->skipped[0].detail, "not in reservation train (--reservation)");
+
+  in.reservation = "nope";
+  plan = plan_srun(in, plan_options());
+  ASSERT_FALSE(plan);
+  EXPECT_NE(plan.error().message.find("reservation nope is not active"), std::string::npos);
+}
+
+TEST(PlanSrun, InsideAnAllocationReservationsDoNotMatter) {
+  auto o = plan_options();
+  o.overlap = true;
+  PlanInput in{six("allocated"), {reservation("train", {"n1", "n2", "n3", "n4"}, {"alice"})}, "", "root"};
+  auto plan = plan_srun(in, o);
+  ASSERT_TRUE(plan);
+  ASSERT_EQ(plan->groups.size(), 1u);
+  EXPECT_EQ(plan->groups[0].nodes.size(), 6u);
+  EXPECT_EQ(std::count(plan->groups[0].argv.begin(), plan->groups[0].argv.end(), "--overlap"), 1);
+}
+
+TEST(ParseSrunQueued, TheJobIdOfAQueuedStep) {
+  EXPECT_EQ(parse_srun_queued("srun: job 2 queued and waiting for resources"), "2");
+  EXPECT_EQ(parse_srun_queued("srun: job 123456 queued and waiting for resources\r\n"), "123456");
+  EXPECT_FALSE(parse_srun_queued("srun: job  queued and waiting for resources"));
+  EXPECT_FALSE(parse_srun_queued("srun: job 2 has been allocated resources"));
+  EXPECT_FALSE(parse_srun_queued("0: srun: job x queued and waiting for resources"));
+}
+
+TEST(ParseSrunUnavailable, NodesHeldByOthersAreQueuedNotFailed) {
+  // Both forms seen on Slurm 22.05: after --immediate ran out, and at once.
+  EXPECT_EQ(parse_srun_unavailable("srun: error: Unable to allocate resources: Requested nodes are busy"),
+            "Requested nodes are busy");
+  EXPECT_EQ(parse_srun_unavailable(
+                "srun: error: Unable to allocate resources: Required node not available (down, drained or reserved)"),
+            "Required node not available (down, drained or reserved)");
+  EXPECT_FALSE(parse_srun_unavailable("srun: error: Unable to allocate resources: Access denied to requested reservation"));
+  EXPECT_FALSE(parse_srun_unavailable("srun: error: Unable to allocate resources: Invalid partition name specified"));
+  EXPECT_TRUE(is_reservation_refusal("srun: error: Unable to allocate resources: Access denied to requested reservation"));
+  EXPECT_TRUE(is_reservation_refusal("srun: error: Problem using reservation"));
+  EXPECT_FALSE(is_reservation_refusal("srun: error: Unable to allocate resources: Requested nodes are busy"));
 }
