@@ -37,7 +37,7 @@ constexpr int kExitHealthy = 0, kExitUnhealthy = 1;
 
 struct CheckFlags {
   bool slurm = false, json = false, dry_run = false, no_nvml = false, no_ib = false;
-  std::string node, slurm_conf, act_on = "kernel", drain_at = "drain", config, kmsg = "/dev/kmsg";
+  std::string node, slurm_conf, act_on = "any", drain_at = "drain", config, kmsg = "/dev/kmsg";
   std::string nvml_lib = "libnvidia-ml.so.1", ib_root = "/sys/class/infiniband";
   std::vector<std::string> ib_expect, mounts;
   int mount_timeout_ms = 3000, budget_ms = 20000, scontrol_timeout_ms = 5000;
@@ -73,6 +73,7 @@ std::string act_on_slurm(const CheckFlags& f, const agent::HealthReport& rep, ag
   if (action.verb == V::drain) {
     std::string reason = fmt::format("{}{}", agent::kHealthReasonTag, rep.problems.front().label());
     if (rep.problems.size() > 1) reason += fmt::format(" and {} more", rep.problems.size() - 1);
+    if (!rep.problems.front().drill.empty()) reason += agent::drill_reason_suffix(rep.problems.front().drill);
     auto r = slurm.drain(f.node, reason);
     if (!r) return fmt::format("{}; drain failed: {}", action.why, r.error().message);
     if (!r->changed) return fmt::format("{}; drain not needed: {}", action.why, r->note);
@@ -321,13 +322,17 @@ int run_check(const CheckFlags& f) {
     for (const auto& p : rep->problems)
       j["problems"].push_back({{"kind", signals::to_string(p.kind)}, {"code", p.code}, {"device", p.device},
                                {"action", signals::to_string(p.action)}, {"count", p.count}, {"source", p.source},
-                               {"sample", p.sample}});
+                               {"sample", p.sample}, {"drill", p.drill.empty() ? nlohmann::json(nullptr) : nlohmann::json(p.drill)}});
+    j["drill_lines_ended"] = rep->drill_lines_ended;
     if (f.slurm) j["slurm"] = {{"node_is_healthy", slurm_said}, {"did", slurm_did}};
     fmt::print("{}\n", j.dump(2));
   } else {
     fmt::print("{}: {} ({} kernel records read)\n", f.node, healthy ? "healthy" : "UNHEALTHY", rep->records);
     for (const auto& p : rep->problems)
-      fmt::print("  {}: {} line{} from {}: {}\n", p.label(), p.count, p.count == 1 ? "" : "s", p.source, p.sample);
+      fmt::print("  {}: {} line{} from {}{}: {}\n", p.label(), p.count, p.count == 1 ? "" : "s", p.source,
+                 p.drill.empty() ? "" : fmt::format(" (drill {}, running)", p.drill), p.sample);
+    if (rep->drill_lines_ended > 0)
+      fmt::print("  note: {} line(s) of fault drills that have ended were skipped\n", rep->drill_lines_ended);
     for (const auto& n : rep->notes) fmt::print("  note: {}\n", n);
     if (f.slurm) fmt::print("  slurm: {}\n", slurm_did);
   }
@@ -362,8 +367,8 @@ Runner setup_check(CLI::App& sub) {
   sub.add_option("--slurm-conf", f->slurm_conf, "slurm.conf for scontrol (SLURM_CONF); default: Slurm's own");
   sub.add_option("--scontrol-timeout-ms", f->scontrol_timeout_ms, "Deadline of each scontrol call")->capture_default_str();
   sub.add_option("--act-on", f->act_on,
-                 "Kernel log lines that count: 'kernel' (kernel facility only) or 'any' (also lines written to\n"
-                 "/dev/kmsg from userspace, as fault drills do)")
+                 "Kernel log lines that count: 'any' (also lines written to /dev/kmsg from userspace, as fault drills\n"
+                 "do; as cmaxd) or 'kernel' (kernel facility only). A drill's lines count only while it runs")
       ->check(CLI::IsMember({"kernel", "any"}))
       ->capture_default_str();
   sub.add_option("--drain-at", f->drain_at, "Unhealthy when an incident's action is at least this")

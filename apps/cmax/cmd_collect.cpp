@@ -59,12 +59,13 @@ report::ScanReport scan_kernel_log(const CollectFlags& f, const std::string& nod
   }
   signals::ScanOptions opt;
   opt.assumed_year = core::utc_year(clock.now());
-  signals::Correlator correlator(*catalog);
+  signals::Correlator correlator(*catalog), drills(*catalog);
   auto scanner = signals::Scanner::create(correlator, opt);
   if (!scanner) {
     rep.errors.push_back(scanner.error().message);
     return rep;
   }
+  scanner->set_drill_correlator(drills);
   if (!f.kernel_log.empty()) {
     auto what = scanner->scan_path(f.kernel_log, node);
     rep.sources.push_back(what ? *what : f.kernel_log);
@@ -82,6 +83,7 @@ report::ScanReport scan_kernel_log(const CollectFlags& f, const std::string& nod
   rep.stats = scanner->stats();
   rep.prefilter = std::string(signals::to_string(scanner->isa()));
   rep.incidents = correlator.take_incidents();
+  rep.drills = drills.take_incidents();
   rep.merged_past_cap = correlator.merged_past_cap();
   rep.dropped_past_cap = correlator.dropped_past_cap();
   return rep;

@@ -19,7 +19,10 @@
 #include "audit/audit.h"
 #include "core/clock.h"
 #include "core/process.h"
+#include "core/strings.h"
 #include "drill/inject.h"
+#include "drill/reservation_restore.h"
+#include "signals/drill_marker.h"
 #include "sched/slurm_reservation.h"
 #include "drill/scenario.h"
 #include "drill/slurm_objects.h"
@@ -39,7 +42,9 @@ constexpr int kExitOk = 0, kExitStageFailed = 1, kExitEnv = audit::kExitUsage;
 
 struct DrillFlags {
   std::string scenario, nodes, slurm_conf, reservation, partition, job, inject = "auto", out, gpu, kmsg = "/dev/kmsg", run_dir;
-  bool yes = false, json = false, wait_return = false;
+  bool yes = false, json = false, wait_return = false, provider_runs_cmax = false;
+  double until_unix = 0;  ///< drill inject: the marker's until
+  bool end_marker = false;  ///< drill inject --end
   int max_nodes = 2, poll_ms = 5, scontrol_timeout_ms = 5000;
   int detect_timeout_s = 900, drain_timeout_s = 1800, replace_timeout_s = 1800, return_timeout_s = 3600;
   int detect_threshold_s = 60, drain_threshold_s = 300, replace_threshold_s = 900;
@@ -131,43 +136,134 @@ json state_json(const sched::NodeState& s) {
   return {{"state", s.state}, {"reason", s.reason}};
 }
 
-// Injects on `node`: locally (this machine's /dev/kmsg) or through srun on the node itself.
+double unix_now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// The marker line a drill writes before its fault lines (signals/drill_marker.h).
+drill::KmsgLine begin_marker(const DrillFlags& f, const std::string& node, const std::vector<drill::Step>& steps) {
+  std::vector<std::string> texts;
+  for (const auto& s : steps) texts.push_back(s.line);
+  return {0, 6, signals::format_drill_begin(f.drill_id, f.scenario, node, f.until_unix, texts)};
+}
+
+// The active reservation holding `node`, or empty: an srun to a reserved node must name it, or it
+// queues behind it.
+std::string reservation_of(const std::vector<sched::Reservation>& all, const std::string& node) {
+  for (const auto& r : all)
+    if (r.state == "ACTIVE" && r.contains(node)) return r.name;
+  return {};
+}
+
+std::vector<std::string> srun_to(const DrillFlags& f, const std::string& node, const std::string& reservation,
+                                 std::string_view job_name) {
+  std::vector<std::string> argv = {"srun", "--nodelist=" + node, "-N1", "-n1", "--quiet", "--immediate=10",
+                                   fmt::format("--job-name={}", job_name)};
+  if (!reservation.empty()) argv.push_back("--reservation=" + reservation);
+  (void)f;
+  return argv;
+}
+
+// Runs an srun to one node, bounded; on any failure cancels its job by name, so nothing of the
+// drill stays queued to run later on a node someone has resumed.
+Result<core::ProcessResult> srun_bounded(const DrillFlags& f, std::vector<std::string> argv, std::string_view job_name,
+                                         std::string_view what) {
+  core::ProcessSpec spec{std::move(argv), std::chrono::seconds(60), 1u << 20};
+  if (!f.slurm_conf.empty()) spec.extra_env.push_back("SLURM_CONF=" + f.slurm_conf);
+  auto r = core::run_process(spec);
+  if (!r) return fail("{} through srun: {}", what, r.error().message);
+  if (r->timed_out || r->exit_code != 0) {
+    core::ProcessSpec cancel{{"scancel", "--name", std::string(job_name)}, std::chrono::seconds(10), 1u << 16, spec.extra_env};
+    (void)core::run_process(cancel);
+    return fail("{} through srun: {} ({}); srun said: {}", what,
+                r->timed_out ? "timed out after 60 s" : fmt::format("exit {}", r->exit_code), core::describe_argv(spec.argv),
+                core::clip(core::trim(r->err.empty() ? r->out : r->err), 400));
+  }
+  return r;
+}
+
+// Injects on `node`: locally (this machine's /dev/kmsg) or through srun on the node itself, the
+// drill's marker first.
 Result<std::vector<drill::Injected>> inject_on(const DrillFlags& f, const std::string& node,
                                                const std::vector<drill::Step>& steps, Clock::time_point t0,
-                                               bool local) {
+                                               bool local, const std::string& reservation) {
   std::vector<drill::Injected> done;
   if (local) {
-    if (auto r = drill::inject_kmsg(to_kmsg(steps), f.kmsg, t0, done); !r)
-      return fail("inject on {}: {} ({} of {} lines written)", node, r.error().message, done.size(), steps.size());
+    std::vector<drill::KmsgLine> lines = {begin_marker(f, node, steps)};
+    auto faults = to_kmsg(steps);
+    lines.insert(lines.end(), faults.begin(), faults.end());
+    if (auto r = drill::inject_kmsg(lines, f.kmsg, t0, done); !r)
+      return fail("inject on {}: {} ({} of {} lines written)", node, r.error().message, done.size(), lines.size());
+    done.erase(done.begin());  // the marker is no fault line
     return done;
   }
   char self[4096] = {0};
   ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
   std::string cmax = n > 0 ? std::string(self, static_cast<std::size_t>(n)) : "cmax";
-  core::ProcessSpec spec{{"srun", "--nodelist=" + node, "-N1", "-n1", "--quiet", cmax, "drill", "inject",
-                          "--scenario", f.scenario, "--drill-id", f.drill_id},
-                         std::chrono::seconds(60), 1u << 20};
-  if (!f.gpu.empty()) spec.argv.insert(spec.argv.end(), {"--gpu", f.gpu});
-  if (!f.slurm_conf.empty()) spec.extra_env.push_back("SLURM_CONF=" + f.slurm_conf);
-  auto r = core::run_process(spec);
-  if (!r) return fail("inject on {} through srun: {}", node, r.error().message);
-  if (r->timed_out || r->exit_code != 0)
-    return fail("inject on {} through srun: {}: {}", node, r->timed_out ? "timed out after 60 s" : "failed",
-                core::describe_argv(spec.argv));
+  const std::string job = "cmaxdrill-" + f.drill_id;
+  auto argv = srun_to(f, node, reservation, job);
+  argv.insert(argv.end(), {cmax, "drill", "inject", "--scenario", f.scenario, "--drill-id", f.drill_id, "--node", node,
+                           "--until", fmt::format("{:.0f}", f.until_unix)});
+  if (!f.gpu.empty()) argv.insert(argv.end(), {"--gpu", f.gpu});
+  auto r = srun_bounded(f, std::move(argv), job, fmt::format("inject on {}", node));
+  if (!r) return Unexpected<Error>{r.error()};
   // The remote side prints one JSON object per line written; its times are its own clock's.
   std::istringstream in(r->out);
   for (std::string line; std::getline(in, line);) {
     auto j = json::parse(line, nullptr, false);
-    if (j.is_discarded() || !j.is_object()) continue;
+    if (j.is_discarded() || !j.is_object() || j.value("marker", false)) continue;
     done.push_back({j.value("t_unix", 0.0), std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t0).count(),
                     j.value("level", 4), j.value("text", "")});
   }
   return done;
 }
 
+// Ends the drill in the node's kernel log (signals/drill_marker.h), so that detectors reading the
+// log later do not act on its lines again. Best effort: what happened is returned for the output.
+std::string write_end_marker(const DrillFlags& f, const std::string& node, bool local, const std::string& reservation) {
+  const drill::KmsgLine end{0, 6, signals::format_drill_end(f.drill_id)};
+  if (local) {
+    std::vector<drill::Injected> done;
+    auto r = drill::inject_kmsg({end}, f.kmsg, Clock::now(), done);
+    return r ? "end marker written" : "end marker not written: " + r.error().message;
+  }
+  char self[4096] = {0};
+  ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+  std::string cmax = n > 0 ? std::string(self, static_cast<std::size_t>(n)) : "cmax";
+  const std::string job = "cmaxdrill-" + f.drill_id + "-end";
+  auto argv = srun_to(f, node, reservation, job);
+  argv.insert(argv.end(), {cmax, "drill", "inject", "--end", "--drill-id", f.drill_id});
+  auto r = srun_bounded(f, std::move(argv), job, fmt::format("end marker on {}", node));
+  return r ? "end marker written" : "end marker not written: " + r.error().message;
+}
+
+// Who took the node out, from the reason the first detecting poll saw.
+json detector_of(const std::vector<drill::Observation>& seen, const sched::NodeState& before, bool provider_runs_cmax) {
+  for (const auto& o : seen) {
+    const auto& t = o.target;
+    if (!(t.drain_flag() || t.down()) || (t.reason == before.reason && t.state == before.state)) continue;
+    std::string by = "the provider's stack";
+    std::string owner = "provider";
+    const std::string cmaxd_prefix(sched::kReasonPrefix);
+    const std::string check_prefix = cmaxd_prefix + "healthcheck: ";
+    if (t.reason.rfind(check_prefix, 0) == 0) by = "cmax check (HealthCheckProgram)";
+    else if (t.reason.rfind(cmaxd_prefix, 0) == 0) by = "cmaxd";
+    if (by != "the provider's stack" && !provider_runs_cmax) owner = "rater";
+    return {{"by", by}, {"owner", owner}, {"reason", t.reason}, {"reason_user", t.reason_user}, {"state", t.state}};
+  }
+  return {{"by", "none"}, {"owner", nullptr}, {"reason", ""}};
+}
+
 int run_drill(const DrillFlags& f0) {
   DrillFlags f = f0;
   if (f.drill_id.empty()) f.drill_id = new_drill_id();
+  if (!f.kubernetes()) {
+    // The slurm.conf every child reads: the flag, else the exported SLURM_CONF; a named file that
+    // is missing is said at once, not after scontrol's minute of retries.
+    auto conf = sched::effective_slurm_conf(f.slurm_conf);
+    if (!conf) return env_error(conf.error().message);
+    f.slurm_conf = *conf;
+  }
   auto scenario = load_scenario(f.scenario);
   if (!scenario) return env_error(scenario.error().message);
   auto steps = drill::render(*scenario, targets_for(f));
@@ -245,6 +341,16 @@ int run_drill(const DrillFlags& f0) {
   if (!f.reservation.empty())
     if (auto r = drill::read_reservation(slurm_options, f.reservation); !r)
       return env_error(fmt::format("{}; nothing was injected", r.error().message));
+  // Every active reservation, as it is now: an srun to a reserved target must run inside its
+  // reservation, and cleanup puts back any reservation that held a target (REPLACE_DOWN swaps a
+  // spare in for it).
+  std::vector<sched::Reservation> reservations;
+  if (!f.kubernetes()) {
+    auto out = sched::run_scontrol(slurm_options, {slurm_options.scontrol, "-o", "show", "reservation"}, 16u << 20);
+    auto all = out ? sched::parse_scontrol_reservations(*out) : Result<std::vector<sched::Reservation>>(Unexpected<Error>{out.error()});
+    if (!all) return env_error(fmt::format("read reservations: {}; nothing was injected", all.error().message));
+    reservations = std::move(*all);
+  }
   if (!f.partition.empty()) {
     auto out = sched::run_scontrol(slurm_options, {slurm_options.scontrol, "-o", "show", "partition", f.partition});
     auto p = out ? drill::parse_scontrol_partition(*out) : Result<drill::Partition>(Unexpected<Error>{out.error()});
@@ -279,6 +385,18 @@ int run_drill(const DrillFlags& f0) {
   drill::StageTimeouts timeouts{std::chrono::seconds(f.detect_timeout_s), std::chrono::seconds(f.drain_timeout_s),
                                 std::chrono::seconds(f.replace_timeout_s), std::chrono::seconds(f.return_timeout_s)};
 
+  {
+    // The drill is over, for detectors reading the marker, once every awaited stage has timed out.
+    auto total = timeouts.detected + timeouts.drained;
+    if (!f.reservation.empty() || !f.partition.empty() || !f.job.empty()) total += timeouts.replaced;
+    if (f.wait_return) total += timeouts.returned;
+    f.until_unix = unix_now() + std::chrono::duration<double>(total).count() + 60;
+  }
+  json held_before = json::array();
+  for (const auto& r : reservations)
+    if (r.state == "ACTIVE" && std::any_of(nodes->begin(), nodes->end(), [&](const std::string& n) { return r.contains(n); }))
+      held_before.push_back(drill::reservation_to_json(r));
+
   json report{{"schema", "cmax.drill/1"},
               {"drill_id", f.drill_id},
               {"scenario", scenario->id},
@@ -289,6 +407,8 @@ int run_drill(const DrillFlags& f0) {
               {"reservation", f.reservation.empty() ? json(nullptr) : json(f.reservation)},
               {"partition", f.partition.empty() ? json(nullptr) : json(f.partition)},
               {"job", f.job.empty() ? json(nullptr) : json(f.job)},
+              {"reservations_before", held_before},
+              {"provider_runs_cmax", f.provider_runs_cmax},
               {"nodes", json::array()}};
   int exit_code = kExitOk;
   for (std::size_t i = 0; i < nodes->size(); ++i) {
@@ -315,8 +435,10 @@ int run_drill(const DrillFlags& f0) {
     std::vector<drill::Observation> seen;
     std::stop_source stop_watch;
     std::jthread watcher([&] { seen = drill::watch(poller, wo, *baseline, t0, stop_watch.get_token(), failed_polls); });
-    auto injected = inject_on(f, node, *steps, t0, is_local(node));
+    const std::string node_reservation = reservation_of(reservations, node);
+    auto injected = inject_on(f, node, *steps, t0, is_local(node), node_reservation);
     json node_json{{"node", node}, {"inject", is_local(node) ? "local" : "srun"}, {"before", state_json(before[i])}};
+    if (!node_reservation.empty()) node_json["reservation"] = node_reservation;
     if (!injected) {
       stop_watch.request_stop();
       watcher.join();
@@ -351,6 +473,10 @@ int run_drill(const DrillFlags& f0) {
     node_json["failed_polls"] = failed_polls;
     node_json["max_uncertainty_ms"] = worst_uncertainty;
     node_json["after"] = seen.empty() ? json(nullptr) : state_json(seen.back().target);
+    node_json["detector"] = detector_of(seen, before[i], f.provider_runs_cmax);
+    // A drill on this machine ends its lines at once; one through srun ends them at cleanup (the
+    // node is drained now, so no srun reaches it).
+    if (is_local(node)) node_json["end_marker"] = write_end_marker(f, node, true, node_reservation);
     report["nodes"].push_back(node_json);
   }
   report["exit_code"] = exit_code;
@@ -370,15 +496,22 @@ int run_drill(const DrillFlags& f0) {
       }
       for (const auto& st : n["stages"]) {
         if (!st["awaited"].get<bool>()) continue;
+        // The event happened after the last poll that did not see it and by the first that did.
         if (st["reached"].get<bool>())
-          fmt::print("  {:<9} {:>10.1f} ms  (+/- {:.1f} ms)  {}{}\n", st["stage"].get<std::string>(), st["at_ms"].get<double>(),
-                     st["uncertainty_ms"].get<double>() / 2, st["verdict"].get<std::string>(),
+          fmt::print("  {:<9} {:>10.1f} ms  (between {:.1f} and {:.1f} ms)  {}{}\n", st["stage"].get<std::string>(),
+                     st["at_ms"].get<double>(), st["lower_ms"].get<double>(), st["at_ms"].get<double>(),
+                     st["verdict"].get<std::string>(),
                      st["how"].get<std::string>().empty() ? "" : "  " + st["how"].get<std::string>());
         else
           fmt::print("  {:<9} {:>13}  {}\n", st["stage"].get<std::string>(), "-", st["verdict"].get<std::string>());
       }
       if (!n["after"].is_null())
         fmt::print("  now: {} {}\n", n["after"]["state"].get<std::string>(), n["after"]["reason"].get<std::string>());
+      if (const auto& d = n["detector"]; d.is_object() && d.value("by", "none") != "none")
+        fmt::print("  detected by {}{}\n", d["by"].get<std::string>(),
+                   d["owner"] == "rater" ? " (started by the rater, not the provider's: not credited to the provider; "
+                                           "--provider-runs-cmax if the provider runs it)"
+                                         : "");
     }
     fmt::print("run directory: {} (drill.json, injected.jsonl); cmax drill cleanup --run {} --yes restores the nodes\n",
                dir, dir);
@@ -388,34 +521,52 @@ int run_drill(const DrillFlags& f0) {
 
 // The node-side injector srun runs: writes the scenario's lines and prints each as JSON.
 int run_inject(const DrillFlags& f) {
+  std::vector<drill::Injected> done;
+  if (f.end_marker) {
+    auto r = drill::inject_kmsg({{0, 6, signals::format_drill_end(f.drill_id)}}, f.kmsg, Clock::now(), done);
+    if (!r) return env_error(r.error().message);
+    return kExitOk;
+  }
   auto scenario = load_scenario(f.scenario);
   if (!scenario) return env_error(scenario.error().message);
   auto steps = drill::render(*scenario, targets_for(f));
   if (!steps) return env_error(steps.error().message);
-  std::vector<drill::Injected> done;
-  auto r = drill::inject_kmsg(to_kmsg(*steps), f.kmsg, Clock::now(), done);
-  for (const auto& l : done)
-    fmt::print("{}\n", json{{"t_unix", l.t_unix}, {"level", l.level}, {"text", l.text}}.dump());
+  std::vector<drill::KmsgLine> lines = {begin_marker(f, f.nodes.empty() ? short_hostname() : f.nodes, *steps)};
+  auto faults = to_kmsg(*steps);
+  lines.insert(lines.end(), faults.begin(), faults.end());
+  auto r = drill::inject_kmsg(lines, f.kmsg, Clock::now(), done);
+  for (std::size_t i = 0; i < done.size(); ++i) {
+    json j{{"t_unix", done[i].t_unix}, {"level", done[i].level}, {"text", done[i].text}};
+    if (i == 0) j["marker"] = true;
+    fmt::print("{}\n", j.dump());
+  }
   if (!r) return env_error(r.error().message);
   return kExitOk;
 }
 
-// Puts back what a drill changed: nodes in service before it and held now are resumed.
-int run_cleanup(const DrillFlags& f) {
+// Puts back what a drill changed: nodes in service before it and held now are resumed, the
+// reservations that held them are restored as they were (a REPLACE_DOWN reservation's spare goes
+// back), and the drill's lines are ended in the nodes' kernel logs.
+int run_cleanup(const DrillFlags& f0) {
+  DrillFlags f = f0;
   std::ifstream in(std::filesystem::path(f.run_dir) / "drill.json");
   if (!in) return env_error(fmt::format("open {}/drill.json: not a drill's run directory", f.run_dir));
   auto report = json::parse(in, nullptr, false);
   if (report.is_discarded() || report.value("schema", "") != "cmax.drill/1")
     return env_error(fmt::format("{}/drill.json: not a cmax.drill/1 report", f.run_dir));
-  DrillFlags g = f;
-  g.scheduler = report.value("scheduler", "slurm");
-  auto backend = make_backend(g, !f.yes);
+  f.scheduler = report.value("scheduler", "slurm");
+  f.drill_id = report.value("drill_id", "");
+  if (!f.kubernetes()) {
+    auto conf = sched::effective_slurm_conf(f.slurm_conf);
+    if (!conf) return env_error(conf.error().message);
+    f.slurm_conf = *conf;
+  }
+  auto backend = make_backend(f, !f.yes);
   if (!backend) return env_error(backend.error().message);
   sched::Scheduler& scheduler = *backend->scheduler;
   int code = kExitOk;
   for (const auto& n : report["nodes"]) {
     const std::string node = n.value("node", "");
-    const std::string before = n.contains("before") ? n["before"].value("state", "") : "";
     auto now = scheduler.node_state(node);
     if (!now) {
       fmt::print("{}: {}\n", node, now.error().message);
@@ -433,8 +584,49 @@ int run_cleanup(const DrillFlags& f) {
       code = kExitEnv;
       continue;
     }
-    fmt::print("{}: {} -> {} ({}){}\n", node, now->state, before.empty() ? "in service" : before,
-               now->reason.empty() ? "no reason" : now->reason, r->dry_run ? ": plan only; add --yes to resume" : ": resumed");
+    if (r->dry_run) {
+      fmt::print("{}: {} ({}): plan only; add --yes to resume\n", node, now->state,
+                 now->reason.empty() ? "no reason" : now->reason);
+      continue;
+    }
+    // What the node is now, read back: not what it was before the drill.
+    auto after = scheduler.node_state(node);
+    fmt::print("{}: {} -> {} ({}): resumed\n", node, now->state, after ? after->state : "unknown (" + after.error().message + ")",
+               now->reason.empty() ? "no reason" : now->reason);
+  }
+  if (!f.kubernetes() && report.contains("reservations_before") && report["reservations_before"].is_array()) {
+    const sched::SlurmOptions so{f.slurm_conf, std::chrono::milliseconds(f.scontrol_timeout_ms), !f.yes};
+    for (const auto& jr : report["reservations_before"]) {
+      auto before = drill::reservation_from_json(jr);
+      if (!before) {
+        fmt::print("{}\n", before.error().message);
+        code = kExitEnv;
+        continue;
+      }
+      auto r = drill::restore_reservation(so, *before);
+      if (!r) {
+        fmt::print("{}\n", r.error().message);
+        code = kExitEnv;
+        continue;
+      }
+      fmt::print("{}\n", r->summary);
+    }
+  }
+  if (f.yes && !f.drill_id.empty()) {
+    // The reservations as they are now (restored above): an srun to the node must name the one
+    // that holds it now.
+    std::vector<sched::Reservation> reservations;
+    if (!f.kubernetes()) {
+      const sched::SlurmOptions so{f.slurm_conf, std::chrono::milliseconds(f.scontrol_timeout_ms), false};
+      if (auto out = sched::run_scontrol(so, {so.scontrol, "-o", "show", "reservation"}, 16u << 20))
+        if (auto all = sched::parse_scontrol_reservations(*out)) reservations = std::move(*all);
+    }
+    for (const auto& n : report["nodes"]) {
+      if (n.contains("end_marker") && n["end_marker"].get<std::string>() == "end marker written") continue;
+      const std::string node = n.value("node", "");
+      const bool local = n.value("inject", "") == "local";
+      fmt::print("{}: {}\n", node, write_end_marker(f, node, local, reservation_of(reservations, node)));
+    }
   }
   return code;
 }
@@ -504,15 +696,23 @@ Runner setup_drill(CLI::App& sub) {
   run->add_flag("--wait-return", f->wait_return, "Also wait for the node to return to service (an operator's resume)");
   run->add_option("--return-timeout-s", f->return_timeout_s, "Not returned by then: never")->capture_default_str();
   run->add_option("--out", f->out, "Run directory (default ~/.cmax/runs/<UTC timestamp>-drill/)");
+  run->add_flag("--provider-runs-cmax", f->provider_runs_cmax,
+                "The provider runs cmaxd or cmax check as its own detector: credit it with detections they make\n"
+                "(without it a cmax detector is taken for the rater's own, and only the rest is the provider's)");
   run->add_option("--kmsg", f->kmsg, "Kernel log device for local injection")->capture_default_str();
   run->add_flag("--json", f->json, "Print {\"schema\": \"cmax.drill/1\", ...} (docs/drills.md)");
   common(run);
   auto* inject = sub.add_subcommand("inject", "Write a scenario's lines into this machine's /dev/kmsg (what srun runs)");
-  inject->add_option("--scenario", f->scenario, "Scenario id")->required();
+  inject->add_option("--scenario", f->scenario, "Scenario id (not with --end)");
   inject->add_option("--drill-id", f->drill_id, "Drill id")->required();
   inject->add_option("--gpu", f->gpu, "The GPU's PCI function");
   inject->add_option("--kmsg", f->kmsg, "Kernel log device")->capture_default_str();
-  auto* cleanup = sub.add_subcommand("cleanup", "Return the nodes a drill took out of service (--yes to do it)");
+  inject->add_option("--node", f->nodes, "The node's name, for the drill's marker line (default: this host's)");
+  inject->add_option("--until", f->until_unix, "Unix time after which the drill is over, for the marker line");
+  inject->add_flag("--end", f->end_marker, "Write only the drill's end marker (cmax drill cleanup runs this)");
+  auto* cleanup = sub.add_subcommand(
+      "cleanup", "Return the nodes a drill took out of service, restore the reservations that held them, and end the\n"
+                 "drill's lines in the nodes' kernel logs (--yes to do it)");
   cleanup->add_option("--run", f->run_dir, "The drill's run directory")->required();
   cleanup->add_flag("--yes", f->yes, "Resume for real (without it: print what would be resumed)");
   common(cleanup);

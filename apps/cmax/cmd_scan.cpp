@@ -72,9 +72,10 @@ int run_scan(const ScanFlags& f) {
   opt.kernel_origin_only = f.kernel_only;
   if (f.prefilter == "scalar") opt.isa = signals::Isa::scalar;
   if (f.prefilter == "avx2") opt.isa = signals::Isa::avx2;
-  signals::Correlator correlator(*catalog);
+  signals::Correlator correlator(*catalog), drills(*catalog);
   auto scanner = signals::Scanner::create(correlator, opt);
   if (!scanner) return environment_error(scanner.error().message);
+  scanner->set_drill_correlator(drills);
 
   report::ScanReport rep;
   auto t0 = std::chrono::steady_clock::now();
@@ -111,6 +112,7 @@ int run_scan(const ScanFlags& f) {
   rep.stats = scanner->stats();
   rep.prefilter = std::string(signals::to_string(scanner->isa()));
   rep.incidents = correlator.take_incidents();
+  rep.drills = drills.take_incidents();
   rep.merged_past_cap = correlator.merged_past_cap();
   rep.dropped_past_cap = correlator.dropped_past_cap();
   if (f.json)

@@ -68,9 +68,13 @@ void AgentStats::observe_latency(double seconds) {
   latency_sum_us += static_cast<std::uint64_t>(seconds * 1e6);
 }
 
+std::string drill_reason_suffix(std::string_view drill) { return fmt::format(" [drill {}]", drill); }
+
 std::string incident_key(const signals::Incident& inc) {
-  return fmt::format("{}|{}|{}|{}", inc.node, signals::to_string(inc.kind), inc.code,
-                     signals::pci_without_function(inc.device));
+  // Each drill is an event of its own: a second drill on a node within the dedup window is acted
+  // on again, as the first was.
+  return fmt::format("{}|{}|{}|{}{}", inc.node, signals::to_string(inc.kind), inc.code,
+                     signals::pci_without_function(inc.device), inc.drill.empty() ? "" : "|drill-" + inc.drill);
 }
 
 Result<std::string> read_boot_id(const std::string& path) {
@@ -209,17 +213,38 @@ void Agent::process(const KmsgRecord& rec) {
   const double lag_us = monotonic_seconds() * 1e6 - static_cast<double>(rec.usec);
   stats_.kmsg_lag_us = lag_us > 0 ? static_cast<std::uint64_t>(lag_us) : 0;
   auto info = signals::parse_line_prefix(rec.line, 1970);
+  if (info.message.find(signals::kDrillMarker) != std::string_view::npos) {
+    if (auto mk = signals::parse_drill_marker(info.message)) {
+      std::lock_guard lock(detect_mu_);
+      drills_.on_marker(options_.node, *mk);
+      log_line("info", fmt::format("drill {} {} on {}", mk->id, mk->end ? "ended" : "began (" + mk->scenario + ")",
+                                   options_.node));
+      return;
+    }
+  }
   auto sig = signals::classify(info.message);
   if (!sig) return;
   ++stats_.signals;
   static const std::string kKernel = "kernel", kUserspace = "userspace";
   std::lock_guard lock(detect_mu_);
-  handle(*sig, info, rec.line, rec.seq, rec.from_kernel() ? kKernel : kUserspace, rec.from_kernel(), detected);
+  // A drill's line is acted on like the fault it imitates while the drill runs (that is what the
+  // drill measures), and the action names the drill; once the drill ended it is skipped, so a
+  // restart that reads the log again does not take the node out a second time.
+  auto drill = drills_.match(options_.node, info.message, now_unix());
+  if (drill) {
+    ++stats_.drill_lines;
+    if (!drill->live) {
+      ++stats_.drill_lines_ended;
+      return;
+    }
+  }
+  handle(*sig, info, rec.line, rec.seq, rec.from_kernel() ? kKernel : kUserspace, rec.from_kernel(), detected,
+         drill ? std::string_view(drill->id) : std::string_view());
 }
 
 void Agent::handle(const signals::Signal& sig, const signals::LineInfo& info, std::string_view line,
                    std::optional<std::uint64_t> seq, const std::string& origin, bool from_kernel,
-                   Clock::time_point detected) {
+                   Clock::time_point detected, std::string_view drill) {
   // A long-running agent starts its incidents over at the cap; the event log keeps the history
   // and still deduplicates actions.
   if (correlator_->incidents().size() >= signals::Correlator::kIncidentCap) {
@@ -228,7 +253,7 @@ void Agent::handle(const signals::Signal& sig, const signals::LineInfo& info, st
     repeats_.clear();
     acted_.clear();
   }
-  signals::Event e{&options_.node, &info, &sig, line};
+  signals::Event e{&options_.node, &info, &sig, line, drill};
   if (!correlator_->add(e)) return;
   auto index = correlator_->last_incident();
   if (!index) return;
@@ -275,8 +300,9 @@ void Agent::act_on(const signals::Incident& inc, std::size_t, std::int64_t event
   std::string verb = inc.resolved ? "resume"
                      : options_.reboot && inc.action >= signals::Action::reboot_node ? "reboot"
                                                                                        : "drain";
-  std::string reason = fmt::format("{}{} {} {} ({})", sched::kReasonPrefix, label(inc), inc.device,
-                                   signals::to_string(inc.action), inc.resolved ? "resolved" : inc.reason);
+  std::string reason = fmt::format("{}{} {} {} ({}){}", sched::kReasonPrefix, label(inc), inc.device,
+                                   signals::to_string(inc.action), inc.resolved ? "resolved" : inc.reason,
+                                   inc.drill.empty() ? std::string() : drill_reason_suffix(inc.drill));
   const double now = now_unix();
   std::lock_guard lock(log_mu_);
   if (verb != "resume") {
@@ -373,7 +399,10 @@ void Agent::execute(const Request& r, std::stop_token stop) {
       break;
     }
     if (res) {
-      status = res->action.dry_run ? "dry_run" : "done";
+      // A node that was already drained (or in service, for a resume) was not changed: the
+      // action is recorded as "unchanged", which the breaker does not count and SLA accounting
+      // does not take for the start of an outage.
+      status = res->action.dry_run ? "dry_run" : res->action.changed ? "done" : "unchanged";
       detail = !res->action.note.empty() ? res->action.note : core::describe_argv(res->action.argv);
       break;
     }

@@ -24,6 +24,7 @@
 #include "sched/scheduler.h"
 #include "signals/catalog.h"
 #include "signals/correlate.h"
+#include "signals/drill_marker.h"
 #include "signals/signal.h"
 
 namespace cmax::agent {
@@ -66,6 +67,8 @@ inline constexpr std::size_t kLatencyBucketCount = std::size(kLatencyBuckets);
 /// Counters for the metrics endpoint and the logs. Written by the agent, read from any thread.
 struct AgentStats {
   std::atomic<std::uint64_t> records{0}, signals{0}, incidents{0}, userspace_ignored{0}, lost{0};
+  /// Drill lines (signals/drill_marker.h): acted on while their drill is live; after it ended, skipped.
+  std::atomic<std::uint64_t> drill_lines{0}, drill_lines_ended{0};
   std::atomic<std::uint64_t> actions_requested{0}, actions_done{0}, actions_failed{0}, actions_refused{0};
   std::atomic<std::uint64_t> actions_deduplicated{0}, last_seq{0};
   /// Read -> written of the last kmsg record (how far behind the agent reads), microseconds.
@@ -123,7 +126,7 @@ class Agent {
   // One classified signal from the log or a probe; call with detect_mu_ held.
   void handle(const signals::Signal& sig, const signals::LineInfo& info, std::string_view line,
               std::optional<std::uint64_t> seq, const std::string& origin, bool from_kernel,
-              std::chrono::steady_clock::time_point detected);
+              std::chrono::steady_clock::time_point detected, std::string_view drill = {});
   void probe_loop(ProbeEntry& entry, std::stop_token stop);
   void act_on(const signals::Incident& inc, std::size_t index, std::int64_t event_id,
               std::chrono::steady_clock::time_point detected);
@@ -144,6 +147,7 @@ class Agent {
   std::vector<ProbeEntry> probes_;
   std::mutex detect_mu_;  ///< the correlator and the maps below: kmsg and probe threads share them
   std::unique_ptr<signals::Correlator> correlator_;
+  signals::DrillTracker drills_;  ///< drill markers seen in the log (with detect_mu_)
   std::unordered_map<std::size_t, std::int64_t> event_of_;  ///< incident index -> event row
   std::unordered_map<std::size_t, std::uint64_t> repeats_;  ///< incident index -> lines not yet written
   std::unordered_map<std::size_t, bool> acted_;             ///< incident index -> action requested
@@ -160,7 +164,12 @@ class Agent {
 /// One log record on stderr as a JSON line ({"level":..., "msg":...}); cmaxd's only log format.
 void log_line(std::string_view level, std::string_view msg);
 
-/// "node|kind|code|device": the key an action is deduplicated by.
+/// What every drain or reboot reason of an incident a drill caused ends with: " [drill 1a2b]".
+/// `cmax sla` and `cmax drill` find drills' actions by it.
+std::string drill_reason_suffix(std::string_view drill);
+
+/// "node|kind|code|device" ("|drill-ID" added for a drill's incident): the key an action is
+/// deduplicated by.
 std::string incident_key(const signals::Incident& inc);
 
 /// This boot's id from /proc/sys/kernel/random/boot_id (or `path`).

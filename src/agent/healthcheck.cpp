@@ -8,6 +8,7 @@
 #include "agent/kmsg_follow.h"
 #include "signals/classify.h"
 #include "signals/correlate.h"
+#include "signals/drill_marker.h"
 #include "signals/prefix.h"
 
 namespace cmax::agent {
@@ -25,10 +26,12 @@ Result<HealthReport> check_health(const HealthOptions& options, const signals::C
   const auto deadline = Clock::now() + options.budget;
   HealthReport report;
   signals::Correlator correlator(catalog);
+  signals::DrillTracker drills;
+  const double now_unix = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   std::vector<std::string> source_of;  // incident index -> source
   auto add = [&](const signals::Signal& sig, const signals::LineInfo& info, std::string_view line,
-                 const std::string& source) {
-    signals::Event e{&options.node, &info, &sig, line};
+                 const std::string& source, std::string_view drill = {}) {
+    signals::Event e{&options.node, &info, &sig, line, drill};
     if (!correlator.add(e)) return;
     auto index = correlator.last_incident();
     if (index && *index >= source_of.size()) source_of.resize(*index + 1, source);
@@ -48,10 +51,22 @@ Result<HealthReport> check_health(const HealthOptions& options, const signals::C
       if (!rec) return Unexpected<Error>{rec.error()};
       if (!*rec) break;
       ++report.records;
-      if (options.act_on == Origins::kernel && !(*rec)->from_kernel()) continue;
       auto info = signals::parse_line_prefix((*rec)->line, 1970);
+      if (info.message.find(signals::kDrillMarker) != std::string_view::npos)
+        if (auto mk = signals::parse_drill_marker(info.message)) {
+          drills.on_marker(options.node, *mk);
+          continue;
+        }
+      if (options.act_on == Origins::kernel && !(*rec)->from_kernel()) continue;
       auto sig = signals::classify(info.message);
-      if (sig) add(*sig, info, (*rec)->line, kmsg);
+      if (!sig) continue;
+      // A drill's lines count while the drill runs (the check is what it tests), not after.
+      auto drill = drills.match(options.node, info.message, now_unix);
+      if (drill && !drill->live) {
+        ++report.drill_lines_ended;
+        continue;
+      }
+      add(*sig, info, (*rec)->line, kmsg, drill ? std::string_view(drill->id) : std::string_view());
     }
   }
 
@@ -81,7 +96,7 @@ Result<HealthReport> check_health(const HealthOptions& options, const signals::C
     const auto& inc = incidents[i];
     if (inc.resolved || inc.action < options.drain_at) continue;
     report.problems.push_back(HealthProblem{inc.kind, inc.code, inc.device, inc.action, inc.count,
-                                            i < source_of.size() ? source_of[i] : "kmsg", inc.sample});
+                                            i < source_of.size() ? source_of[i] : "kmsg", inc.sample, inc.drill});
   }
   std::stable_sort(report.problems.begin(), report.problems.end(),
                    [](const HealthProblem& a, const HealthProblem& b) { return a.action > b.action; });

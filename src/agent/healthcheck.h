@@ -22,7 +22,7 @@ namespace cmax::agent {
 struct HealthOptions {
   std::string node;
   std::string kmsg_path = "/dev/kmsg";  ///< "" skips the kernel log
-  Origins act_on = Origins::kernel;     ///< userspace lines (drills) count only with Origins::any
+  Origins act_on = Origins::any;        ///< as cmaxd: userspace lines count (a drill's, while it runs)
   signals::Action drain_at = signals::Action::drain;
   std::chrono::milliseconds budget{10000};  ///< for the whole check; Slurm kills it at HealthCheckTimeout
 };
@@ -36,6 +36,7 @@ struct HealthProblem {
   std::uint64_t count = 0;
   std::string source;  ///< "kmsg" or "probe:<name>"
   std::string sample;  ///< the first line or finding text
+  std::string drill;   ///< the drill that wrote it (signals/drill_marker.h); empty for a real fault
   /// "Xid 79 0000:06:00 (reboot_node)": how the problem reads in a reason or a log.
   std::string label() const;
 };
@@ -43,6 +44,7 @@ struct HealthProblem {
 struct HealthReport {
   std::vector<HealthProblem> problems;  ///< strongest action first
   std::uint64_t records = 0;            ///< kernel records read
+  std::uint64_t drill_lines_ended = 0;  ///< lines of drills that had ended: skipped
   std::vector<std::string> notes;       ///< what could not be checked ("probe fs: ..."), for the log
   bool truncated = false;               ///< the budget ran out before the ring buffer's end
 };

@@ -37,9 +37,14 @@ Result<ScontrolSession> ScontrolSession::start(const std::string& scontrol, cons
   core::UniqueFd out_r(out[0]), out_w(out[1]);
   std::vector<std::string> env_store{"SLURM_TIME_FORMAT=standard"};
   if (!conf.empty()) env_store.push_back("SLURM_CONF=" + conf);
+  // The caller's environment passes through (an exported SLURM_CONF included); only what this
+  // session sets itself is replaced.
   std::vector<char*> envp;
-  for (char** e = environ; e && *e; ++e)
-    if (std::strncmp(*e, "SLURM_CONF=", 11) != 0 && std::strncmp(*e, "SLURM_TIME_FORMAT=", 18) != 0) envp.push_back(*e);
+  for (char** e = environ; e && *e; ++e) {
+    if (std::strncmp(*e, "SLURM_TIME_FORMAT=", 18) == 0) continue;
+    if (!conf.empty() && std::strncmp(*e, "SLURM_CONF=", 11) == 0) continue;
+    envp.push_back(*e);
+  }
   for (auto& kv : env_store) envp.push_back(kv.data());
   envp.push_back(nullptr);
   std::string a0 = *exe, a1 = "-o";
@@ -63,7 +68,11 @@ Result<ScontrolSession> ScontrolSession::start(const std::string& scontrol, cons
 }
 
 ScontrolSession::ScontrolSession(ScontrolSession&& o) noexcept
-    : pid_(std::exchange(o.pid_, -1)), in_(std::move(o.in_)), out_(std::move(o.out_)), pending_(std::move(o.pending_)) {}
+    : pid_(std::exchange(o.pid_, -1)),
+      in_(std::move(o.in_)),
+      out_(std::move(o.out_)),
+      pending_(std::move(o.pending_)),
+      tail_(std::move(o.tail_)) {}
 
 ScontrolSession& ScontrolSession::operator=(ScontrolSession&& o) noexcept {
   if (this != &o) {
@@ -72,6 +81,7 @@ ScontrolSession& ScontrolSession::operator=(ScontrolSession&& o) noexcept {
     in_ = std::move(o.in_);
     out_ = std::move(o.out_);
     pending_ = std::move(o.pending_);
+    tail_ = std::move(o.tail_);
   }
   return *this;
 }
@@ -113,6 +123,10 @@ Result<std::vector<std::vector<std::string>>> ScontrolSession::run(const std::ve
     while (!done && (nl = pending_.find('\n')) != std::string::npos) {
       std::string line = pending_.substr(0, nl);
       pending_.erase(0, nl + 1);
+      if (line.rfind(kEcho, 0) != 0) {
+        tail_ += line + "\n";
+        if (tail_.size() > 1024) tail_.erase(0, tail_.size() - 1024);
+      }
       if (line.rfind(kEcho, 0) == 0) {
         answers.emplace_back();
         continue;
@@ -126,8 +140,9 @@ Result<std::vector<std::vector<std::string>>> ScontrolSession::run(const std::ve
     if (done) break;
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
     if (left.count() <= 0) {
+      std::string said = last_words();
       stop();
-      return fail("scontrol session: no answer within {} ms: is slurmctld up?", timeout.count());
+      return fail("scontrol session: no answer within {} ms: is slurmctld up?{}", timeout.count(), said);
     }
     pollfd p{out_.get(), POLLIN, 0};
     int r = ::poll(&p, 1, static_cast<int>(left.count()));
@@ -136,13 +151,31 @@ Result<std::vector<std::vector<std::string>>> ScontrolSession::run(const std::ve
     char buf[65536];
     ssize_t n = ::read(out_.get(), buf, sizeof buf);
     if (n == 0) {
+      std::string said = last_words();
       stop();
-      return fail("scontrol session: scontrol exited");
+      return fail("scontrol session: scontrol exited{}", said);
     }
     if (n > 0) pending_.append(buf, static_cast<std::size_t>(n));
   }
   answers.pop_back();  // the frame's own
   return answers;
+}
+
+std::string ScontrolSession::last_words() const {
+  // What scontrol printed that was no answer: its own error lines ("Could not establish a
+  // configuration source") say why it ended.
+  const std::string text = tail_ + pending_;
+  std::string said;
+  for (std::size_t pos = 0; pos < text.size();) {
+    auto nl = text.find('\n', pos);
+    auto line = std::string_view(text).substr(pos, nl == std::string::npos ? std::string::npos : nl - pos);
+    pos = nl == std::string::npos ? text.size() : nl + 1;
+    if (line.empty() || line.starts_with(kEcho)) continue;
+    if (!said.empty()) said += " | ";
+    said += line;
+    if (said.size() > 400) break;
+  }
+  return said.empty() ? std::string() : "; it said: " + said.substr(0, 400);
 }
 
 }  // namespace cmax::drill

@@ -35,9 +35,12 @@ class ScontrolSession {
  private:
   ScontrolSession(pid_t pid, core::UniqueFd in, core::UniqueFd out) : pid_(pid), in_(std::move(in)), out_(std::move(out)) {}
   void stop();
+  /// "; it said: ..." from the last lines scontrol printed, or empty.
+  std::string last_words() const;
   pid_t pid_ = -1;
   core::UniqueFd in_, out_;
   std::string pending_;  ///< bytes read past the last full line
+  std::string tail_;     ///< the last lines read (up to about 1 KiB), for an error that says why
 };
 
 }  // namespace cmax::drill

@@ -57,6 +57,7 @@ void append_incident_json(std::string& out, const Incident& i) {
   }
   out += ']';
   if (!i.origin.empty()) str("origin", i.origin);
+  if (!i.drill.empty()) str("drill", i.drill);
   str("sample", i.sample);
   out += '}';
 }
@@ -78,6 +79,8 @@ void emit_scan_json(const ScanReport& r, const std::function<void(std::string_vi
                                   {"lost_kmsg_records", s.lost_records},
                                   {"ignored", s.ignored},
                                   {"userspace_dropped", s.userspace_dropped},
+                                  {"drill_markers", s.drill_markers},
+                                  {"drill_lines", s.drill_lines},
                                   {"merged_past_incident_cap", r.merged_past_cap},
                                   {"dropped_past_incident_cap", r.dropped_past_cap},
                                   {"prefilter", r.prefilter}};
@@ -87,6 +90,14 @@ void emit_scan_json(const ScanReport& r, const std::function<void(std::string_vi
   bool first = true;
   std::string piece;
   for (const auto& i : r.incidents) {
+    piece = first ? "\n    " : ",\n    ";
+    append_incident_json(piece, i);
+    put(piece);
+    first = false;
+  }
+  put(first ? "],\n  \"drills\": [" : "\n  ],\n  \"drills\": [");
+  first = true;
+  for (const auto& i : r.drills) {
     piece = first ? "\n    " : ",\n    ";
     append_incident_json(piece, i);
     put(piece);
@@ -135,6 +146,16 @@ std::string render_scan_terminal(const ScanReport& r, bool color) {
       for (const auto& x : i->related) rel += (rel.empty() ? "" : ", ") + x;
       out += fmt::format("  {:<14} folded in: {}\n", "", rel);
     }
+  }
+  if (!r.drills.empty()) {
+    out += fmt::format("\n{}Fault drills{} (lines cmax drill wrote: not the node's faults, not counted)\n",
+                       color ? "\033[1m" : "", color ? "\033[0m" : "");
+    out += fmt::format("  {:<12} {:<14} {:<14} {:<13} {:>6} {:>7}  {}\n", "DRILL", "NODE", "DEVICE", "KIND", "CODE",
+                       "COUNT", "WOULD BE");
+    for (const auto& i : r.drills)
+      out += fmt::format("  {:<12} {:<14} {:<14} {:<13} {:>6} {:>7}  {}\n", i.drill, i.node,
+                         i.device.empty() ? "-" : i.device, signals::to_string(i.kind),
+                         i.code >= 0 ? std::to_string(i.code) : "-", i.count, signals::to_string(i.action));
   }
   const auto& s = r.stats;
   out += fmt::format("\n{} incident(s) from {} signal line(s) in {:.1f} MB ({} source(s), {:.2f} s); ", r.incidents.size(),

@@ -18,6 +18,9 @@ struct ScanReport {
   std::vector<std::string> errors;  ///< sources that failed part-way, with the reason
   signals::ScanStats stats;
   std::vector<signals::Incident> incidents;
+  /// Lines fault drills wrote (signals/drill_marker.h), as incidents of their own: shown, never
+  /// counted as the node's faults nor in the exit code.
+  std::vector<signals::Incident> drills;
   std::uint64_t merged_past_cap = 0;
   std::uint64_t dropped_past_cap = 0;
   std::string prefilter;  ///< the prefilter's instruction set: avx512, avx2, scalar

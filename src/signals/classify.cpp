@@ -12,7 +12,7 @@ namespace {
 // selective.
 enum Anchor : unsigned {
   kXid, kLockup, kLOCKUP, kBlocked, kError, kerror, kNvme, kOrrupt, kEdac, kNfs, kLost, kLink, kPort,
-  kHealth, kKilled, kTable, kAer, kXfs, kAnchorCount
+  kHealth, kKilled, kTable, kAer, kXfs, kDrillMark, kAnchorCount
 };
 static_assert(kAnchorCount <= 64, "AnchorSet has 64 bits");
 constexpr std::string_view kAnchors[kAnchorCount] = {
@@ -34,6 +34,7 @@ constexpr std::string_view kAnchors[kAnchorCount] = {
     "table full",        // nf_conntrack
     "AER: ",             // AER reports (their branch decides the line even without "error")
     "XFS (",             // XFS shutdowns ("Filesystem has been shut down", no "error")
+    "cmax-drill: ",      // a drill's marker (drill_marker.h): not a signal, but the scanner must see it
 };
 
 bool digit(char c) { return c >= '0' && c <= '9'; }
@@ -346,6 +347,8 @@ std::optional<Signal> oom(std::string_view m) {
 }  // namespace
 
 std::span<const std::string_view> anchor_literals() { return kAnchors; }
+
+AnchorSet drill_marker_anchor() { return AnchorSet{1} << kDrillMark; }
 
 bool is_pci(std::string_view s) {
   // DDDD:BB:SS or DDDD:BB:SS.F (domain may be 4+ hex digits on some platforms)

@@ -17,6 +17,9 @@ std::span<const std::string_view> anchor_literals();
 /// Which anchor literals a line holds: bit i for anchor_literals()[i].
 using AnchorSet = std::uint64_t;
 
+/// The bit of drill_marker.h's kDrillMarker among the anchors.
+AnchorSet drill_marker_anchor();
+
 /// The signal a kernel message (prefixes removed) reports, or nullopt for anything else.
 std::optional<Signal> classify(std::string_view message);
 /// The same, faster: `present` must hold (at least) the anchors that occur in `message`, as the

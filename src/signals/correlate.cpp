@@ -64,10 +64,12 @@ std::uint64_t mix(std::uint64_t x) {  // splitmix64's finalizer: every input bit
   return x ^ (x >> 31);
 }
 
-std::uint64_t key_hash(std::string_view node, Kind kind, std::int64_t code, std::string_view device) {
+std::uint64_t key_hash(std::string_view node, Kind kind, std::int64_t code, std::string_view device,
+                       std::string_view drill) {
   std::uint64_t h = std::hash<std::string_view>{}(node);
   h = mix(h ^ (static_cast<std::uint64_t>(kind) << 40) ^ static_cast<std::uint64_t>(code));
-  return mix(h ^ std::hash<std::string_view>{}(device));
+  h = mix(h ^ std::hash<std::string_view>{}(device));
+  return drill.empty() ? h : mix(h ^ std::hash<std::string_view>{}(drill));
 }
 
 constexpr std::int64_t kOpenCode = std::int64_t{1} << 33;  // keys of open_, apart from any real code
@@ -76,32 +78,38 @@ constexpr std::string_view kOverflowDevice = "*";
 }  // namespace
 
 std::optional<std::uint32_t> Correlator::find_latest(const std::string& node, Kind kind, int code,
-                                                     std::string_view device) const {
-  return latest_.find(key_hash(node, kind, code, device), [&](std::uint32_t v) {
+                                                     std::string_view device, std::string_view drill) const {
+  return latest_.find(key_hash(node, kind, code, device, drill), [&](std::uint32_t v) {
     const Incident& i = incidents_[v];
-    return i.kind == kind && i.code == code && i.device == device && i.node == node;
+    return i.kind == kind && i.code == code && i.device == device && i.node == node && i.drill == drill;
   });
 }
 
 void Correlator::set_latest(std::uint32_t index) {
   const Incident& inc = incidents_[index];
-  latest_.assign(key_hash(inc.node, inc.kind, inc.code, inc.device), index, [&](std::uint32_t v) {
+  latest_.assign(key_hash(inc.node, inc.kind, inc.code, inc.device, inc.drill), index, [&](std::uint32_t v) {
     const Incident& i = incidents_[v];
-    return i.kind == inc.kind && i.code == inc.code && i.device == inc.device && i.node == inc.node;
+    return i.kind == inc.kind && i.code == inc.code && i.device == inc.device && i.node == inc.node &&
+           i.drill == inc.drill;
   });
 }
 
-std::optional<std::uint32_t> Correlator::find_open(const std::string& node, Kind kind, std::string_view device) const {
-  return open_.find(key_hash(node, kind, kOpenCode, device), [&](std::uint32_t v) {
+std::optional<std::uint32_t> Correlator::find_open(const std::string& node, Kind kind, std::string_view device,
+                                                   std::string_view drill) const {
+  return open_.find(key_hash(node, kind, kOpenCode, device, drill), [&](std::uint32_t v) {
     const Incident& i = incidents_[v];
-    return i.kind == kind && i.device == device && i.node == node;
+    return i.kind == kind && i.device == device && i.node == node && i.drill == drill;
   });
 }
 
-const std::string& Correlator::gpu_key_of(const std::string& node, std::string_view device) {
+const std::string& Correlator::gpu_key_of(const std::string& node, std::string_view device, std::string_view drill) {
   key_.assign(node);
   key_ += '\x1f';
   key_.append(pci_without_function(device));
+  if (!drill.empty()) {
+    key_ += '\x1f';
+    key_.append(drill);
+  }
   return key_;
 }
 
@@ -135,7 +143,7 @@ std::vector<Incident> Correlator::take_incidents() {
 bool Correlator::fold_past_cap(const Event& e, Action action) {
   const Signal& s = *e.signal;
   ++merged_past_cap_;
-  if (auto it = find_latest(*e.node, s.kind, s.code, kOverflowDevice)) {
+  if (auto it = find_latest(*e.node, s.kind, s.code, kOverflowDevice, e.drill)) {
     Incident& inc = incidents_[*it];
     last_ = *it;
     ++inc.count;
@@ -170,7 +178,15 @@ Incident& Correlator::open_incident(const Event& e, Action action) {
   inc.device.assign(e.signal->device);
   inc.subject.assign(e.signal->subject);
   inc.action = action;
-  inc.sample.assign(e.line.substr(0, kSampleChars));
+  if (e.info->kmsg_prio >= 0) {
+    // A /dev/kmsg record reads as dmesg prints it, not with its "prio,seq,usec,flags;" header.
+    inc.sample.clear();
+    fmt::format_to(std::back_inserter(inc.sample), "[{:.6f}] ", e.info->time);
+    inc.sample.append(e.info->message.substr(0, kSampleChars));
+  } else {
+    inc.sample.assign(e.line.substr(0, kSampleChars));
+  }
+  inc.drill.assign(e.drill);
   if (e.info->kmsg_prio >= 0) inc.origin = (e.info->kmsg_prio >> 3) == 0 ? "kernel" : "userspace";
   if (e.signal->kind == Kind::xid && e.signal->recovery_action >= 0) {
     inc.reason = fmt::format("Xid 154 recovery action 0x{:x}", e.signal->recovery_action);
@@ -191,7 +207,7 @@ bool Correlator::add(const Event& e) {
   // A closing signal resolves the open incident it cancels; it is not an incident itself.
   for (const auto& c : catalog_.cancellations()) {
     if (c.close != s.kind) continue;
-    auto it = find_open(*e.node, c.open, s.device);
+    auto it = find_open(*e.node, c.open, s.device, e.drill);
     if (!it) {
       ++unmatched_closes_;
       return true;
@@ -202,8 +218,8 @@ bool Correlator::add(const Event& e) {
     bump_related(inc, std::string(to_string(s.kind)));
     if (e.info->has_time) set_stamp(inc.last_seen, *e.info);
     // Resolved: the next signal of its kind on the device opens a new incident.
-    open_.erase(key_hash(inc.node, inc.kind, kOpenCode, inc.device), [&](std::uint32_t v) { return v == *it; });
-    latest_.erase(key_hash(inc.node, inc.kind, inc.code, inc.device), [&](std::uint32_t v) { return v == *it; });
+    open_.erase(key_hash(inc.node, inc.kind, kOpenCode, inc.device, inc.drill), [&](std::uint32_t v) { return v == *it; });
+    latest_.erase(key_hash(inc.node, inc.kind, inc.code, inc.device, inc.drill), [&](std::uint32_t v) { return v == *it; });
     return true;
   }
 
@@ -212,7 +228,7 @@ bool Correlator::add(const Event& e) {
   // Xid 45 (preemptive cleanup) follows the Xid that caused it: count it there. The candidates are
   // the Xid incidents (but 45) on the same node and GPU, latest first.
   if (s.kind == Kind::xid && s.code == 45) {
-    if (auto g = xids_by_gpu_.find(gpu_key_of(*e.node, s.device)); g != xids_by_gpu_.end()) {
+    if (auto g = xids_by_gpu_.find(gpu_key_of(*e.node, s.device, e.drill)); g != xids_by_gpu_.end()) {
       for (auto it = g->second.rbegin(); it != g->second.rend(); ++it) {
         Incident& inc = incidents_[*it];
         if (s.caused_by >= 0 && inc.code != s.caused_by) continue;
@@ -227,7 +243,7 @@ bool Correlator::add(const Event& e) {
 
   // One GPU-fault chain per GPU: AER -> Xid 79 -> Xid 154 folds into the first incident.
   if (in_gpu_chain(s) && is_pci(s.device)) {
-    auto it = gpu_chain_.find(gpu_key_of(*e.node, s.device));
+    auto it = gpu_chain_.find(gpu_key_of(*e.node, s.device, e.drill));
     if (it != gpu_chain_.end()) {
       Incident& head = incidents_[it->second];
       bool same = head.kind == s.kind && head.code == s.code;
@@ -244,7 +260,7 @@ bool Correlator::add(const Event& e) {
     }
   }
 
-  auto it = find_latest(*e.node, s.kind, s.code, s.device);
+  auto it = find_latest(*e.node, s.kind, s.code, s.device, e.drill);
   bool past_cap = incidents_.size() >= kIncidentCap;
   if (it && (within_window(incidents_[*it], *e.info) || past_cap)) {
     if (!within_window(incidents_[*it], *e.info)) ++merged_past_cap_;
@@ -273,13 +289,13 @@ bool Correlator::add(const Event& e) {
   for (const auto& c : catalog_.cancellations()) cancellable |= c.open == s.kind;
   set_latest(static_cast<std::uint32_t>(index));
   if (cancellable)
-    open_.assign(key_hash(*e.node, s.kind, kOpenCode, s.device), static_cast<std::uint32_t>(index),
+    open_.assign(key_hash(*e.node, s.kind, kOpenCode, s.device, e.drill), static_cast<std::uint32_t>(index),
                  [&](std::uint32_t v) {
                    const Incident& i = incidents_[v];
-                   return i.kind == s.kind && i.device == s.device && i.node == *e.node;
+                   return i.kind == s.kind && i.device == s.device && i.node == *e.node && i.drill == e.drill;
                  });
-  if (in_gpu_chain(s) && is_pci(s.device)) gpu_chain_[gpu_key_of(*e.node, s.device)] = index;
-  if (s.kind == Kind::xid && s.code != 45) xids_by_gpu_[gpu_key_of(*e.node, s.device)].push_back(index);
+  if (in_gpu_chain(s) && is_pci(s.device)) gpu_chain_[gpu_key_of(*e.node, s.device, e.drill)] = index;
+  if (s.kind == Kind::xid && s.code != 45) xids_by_gpu_[gpu_key_of(*e.node, s.device, e.drill)].push_back(index);
   return true;
 }
 

@@ -33,6 +33,7 @@ struct Incident {
   bool resolved = false;  ///< closed by its cancelling signal
   std::vector<std::string> related;  ///< folded signals ("Xid 45 x3 (attributed)", "aer_fatal x1")
   std::string reason;   ///< why the action is what it is (catalog, Xid 154, escalation)
+  std::string drill;    ///< the drill that wrote the incident's first line (drill_marker.h); empty: a real one
 };
 
 /// One classified line with its context.
@@ -41,6 +42,7 @@ struct Event {
   const LineInfo* info;
   const Signal* signal;
   std::string_view line;  ///< the original line
+  std::string_view drill = {};  ///< the drill the line is from, when it is a drill line
 };
 
 class Correlator {
@@ -76,11 +78,15 @@ class Correlator {
  private:
   // The latest incident of (node, kind, code, device), and the open cancellable incident of
   // (node, kind, device); entries are checked against the incident they name.
-  std::optional<std::uint32_t> find_latest(const std::string& node, Kind kind, int code, std::string_view device) const;
+  // A drill's lines (Event::drill) fold only with lines of the same drill: `drill` is part of
+  // every key.
+  std::optional<std::uint32_t> find_latest(const std::string& node, Kind kind, int code, std::string_view device,
+                                           std::string_view drill) const;
   void set_latest(std::uint32_t index);
-  std::optional<std::uint32_t> find_open(const std::string& node, Kind kind, std::string_view device) const;
-  // node + '\x1f' + GPU (PCI address without its function), built in a reused buffer.
-  const std::string& gpu_key_of(const std::string& node, std::string_view device);
+  std::optional<std::uint32_t> find_open(const std::string& node, Kind kind, std::string_view device,
+                                         std::string_view drill) const;
+  // node + '\x1f' + GPU (PCI address without its function) [+ '\x1f' + drill], in a reused buffer.
+  const std::string& gpu_key_of(const std::string& node, std::string_view device, std::string_view drill);
   Incident& open_incident(const Event& e, Action action);
   bool fold_past_cap(const Event& e, Action action);
   bool within_window(const Incident& inc, const LineInfo& info) const;

@@ -24,13 +24,6 @@ void Scanner::handle_line(std::string_view line, AnchorSet anchors, const std::s
     return;
   }
   LineInfo info = parse_line_prefix(line, options_.assumed_year);
-  if (options_.kernel_origin_only && info.kmsg_prio >= 0 && (info.kmsg_prio >> 3) != 0) {
-    ++stats_.userspace_dropped;
-    return;
-  }
-  auto sig = classify(info.message, anchors);
-  if (!sig) return;
-  ++stats_.signals;
   const std::string* who = &node;
   std::string host_node;
   if (!info.host.empty()) {
@@ -39,6 +32,29 @@ void Scanner::handle_line(std::string_view line, AnchorSet anchors, const std::s
   } else if (info.rank >= 0) {
     rank_node_ = fmt::format("{}/task{}", node, info.rank);
     who = &rank_node_;
+  }
+  // A drill's marker is read whatever its origin (drills write from userspace).
+  if (anchors & drill_marker_anchor()) {
+    if (auto mk = parse_drill_marker(info.message)) {
+      ++stats_.drill_markers;
+      drill_tracker_.on_marker(*who, *mk);
+      return;
+    }
+  }
+  if (options_.kernel_origin_only && info.kmsg_prio >= 0 && (info.kmsg_prio >> 3) != 0) {
+    ++stats_.userspace_dropped;
+    return;
+  }
+  auto sig = classify(info.message, anchors);
+  if (!sig) return;
+  ++stats_.signals;
+  if (auto drill = drill_tracker_.match(*who, info.message, info.wall_clock ? info.time : 0)) {
+    ++stats_.drill_lines;
+    if (drills_ != nullptr) {
+      Event e{who, &info, &*sig, line, drill->id};
+      (void)drills_->add(e);
+    }
+    return;
   }
   Event e{who, &info, &*sig, line};
   if (!correlator_->add(e)) ++stats_.ignored;

@@ -10,6 +10,7 @@
 #include "core/result.h"
 #include "signals/classify.h"
 #include "signals/correlate.h"
+#include "signals/drill_marker.h"
 #include "signals/prefilter.h"
 #include "signals/source.h"
 
@@ -24,6 +25,8 @@ struct ScanStats {
   std::uint64_t lost_records = 0;     ///< kmsg records overwritten before they were read
   std::uint64_t ignored = 0;          ///< dropped by the config's ignore lists
   std::uint64_t userspace_dropped = 0;  ///< kmsg records from userspace dropped by kernel_origin_only
+  std::uint64_t drill_markers = 0;     ///< cmax drill markers read (drill_marker.h)
+  std::uint64_t drill_lines = 0;       ///< signal lines a drill wrote: to the drill correlator, never counted
 };
 
 struct ScanOptions {
@@ -52,6 +55,12 @@ class Scanner {
   const ScanStats& stats() const { return stats_; }
   /// The instruction set the prefilter runs with.
   Isa isa() const { return prefilter_.isa(); }
+  /// Where drill lines go (drill_marker.h): their incidents carry the drill id. Without one they
+  /// are counted in stats().drill_lines and dropped. Never into the main correlator: a drill's
+  /// lines are not the node's faults. `drills` must outlive the scanner.
+  void set_drill_correlator(Correlator& drills) { drills_ = &drills; }
+  /// The drills whose markers this scan read, in order.
+  const std::vector<std::string>& drills_seen() const { return drill_tracker_.seen(); }
 
  private:
   Scanner(Correlator& c, Prefilter p, ScanOptions o) : correlator_(&c), prefilter_(std::move(p)), options_(o) {}
@@ -59,6 +68,8 @@ class Scanner {
   void handle_line(std::string_view line, AnchorSet anchors, const std::string& node);
 
   Correlator* correlator_;
+  Correlator* drills_ = nullptr;
+  DrillTracker drill_tracker_;
   Prefilter prefilter_;
   ScanOptions options_;
   ScanStats stats_;

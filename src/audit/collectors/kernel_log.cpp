@@ -8,6 +8,7 @@
 #include <set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "audit/collectors/collector.h"
 #include "core/clock.h"
@@ -85,6 +86,10 @@ void collect_kernel_log(const CollectContext& ctx, Facts& facts) {
     std::string window = fmt::format("ring buffer: {:.1f} MB since boot {:.1f} h ago{}", st.bytes / 1e6, uptime / 3600,
                                      st.lost_records ? fmt::format(", {} records overwritten while reading", st.lost_records) : "");
     record(facts, correlator.incidents(), "/dev/kmsg", window, cutoff);
+    if (st.drill_lines > 0)
+      facts.present("kernel_log.drill_lines", std::to_string(st.drill_lines), "/dev/kmsg",
+                    fmt::format("lines fault drills wrote ({}), not counted as faults",
+                                fmt::join(scanner->drills_seen(), " ")));
     return;
   }
   std::string sources;
