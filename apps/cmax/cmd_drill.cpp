@@ -565,7 +565,8 @@ int run_cleanup(const DrillFlags& f0) {
   if (!backend) return env_error(backend.error().message);
   sched::Scheduler& scheduler = *backend->scheduler;
   int code = kExitOk;
-  for (const auto& n : report["nodes"]) {
+  bool recorded = false;
+  for (auto& n : report["nodes"]) {
     const std::string node = n.value("node", "");
     auto now = scheduler.node_state(node);
     if (!now) {
@@ -589,10 +590,24 @@ int run_cleanup(const DrillFlags& f0) {
                  now->reason.empty() ? "no reason" : now->reason);
       continue;
     }
+    // When the drill's outage ended, for SLA accounting (cmax sla --drill).
+    n["resumed_unix"] = unix_now();
+    recorded = true;
     // What the node is now, read back: not what it was before the drill.
     auto after = scheduler.node_state(node);
     fmt::print("{}: {} -> {} ({}): resumed\n", node, now->state, after ? after->state : "unknown (" + after.error().message + ")",
                now->reason.empty() ? "no reason" : now->reason);
+  }
+  if (recorded) {
+    const auto path = std::filesystem::path(f.run_dir) / "drill.json";
+    auto tmp = path;
+    tmp += ".tmp";
+    std::ofstream out(tmp, std::ios::trunc);
+    out << report.dump(2) << "\n";
+    std::error_code ec;
+    if (!out.flush() || (out.close(), std::filesystem::rename(tmp, path, ec), ec))
+      fmt::print(stderr, "cmax drill: record the resume in {}: cannot write it; cmax sla --drill will count the drill to now\n",
+                 path.string());
   }
   if (!f.kubernetes() && report.contains("reservations_before") && report["reservations_before"].is_array()) {
     const sched::SlurmOptions so{f.slurm_conf, std::chrono::milliseconds(f.scontrol_timeout_ms), !f.yes};

@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <ctime>
+#include <filesystem>
 #include <thread>
 
 #include <fmt/format.h>
@@ -14,6 +16,7 @@
 #include "core/text_file.h"
 #include "sla/compute.h"
 #include "sla/contract.h"
+#include "sla/drills.h"
 #include "sla/mapped_file.h"
 #include "sla/parse.h"
 #include "sla/report.h"
@@ -30,7 +33,8 @@ constexpr std::size_t kMaxEventBytes = std::size_t{8} << 30;  // ~150M CSV rows;
 unsigned parse_threads() { return std::clamp(std::thread::hardware_concurrency(), 1u, 8u); }
 
 struct SlaFlags {
-  std::string contract, csv, json_events, sacctmgr, cmaxd_db, from, to, events_zone;
+  std::string contract, csv, json_events, sacctmgr, cmaxd_db, from, to, events_zone, as_of;
+  std::vector<std::string> drills;
   bool json = false;
   std::size_t max_rows = 20;
 };
@@ -70,11 +74,48 @@ int run_sla(const SlaFlags& f) {
     }
   }
 
+  // Nothing after now is counted (an outage still open ends now, not at the month's end).
+  std::int64_t as_of = static_cast<std::int64_t>(std::time(nullptr));
+  if (!f.as_of.empty()) {
+    auto t = sla::parse_timestamp(f.as_of, contract->zone);
+    if (!t) {
+      fmt::print(stderr, "cmax sla: --as-of '{}': write a time as 2026-03-15T12:00:00 (the contract's zone) or with an offset\n",
+                 f.as_of);
+      return kExitUsage;
+    }
+    as_of = *t;
+  }
+  // Fault drills: from drill records (cmax drill run/cleanup) and from cmaxd's drill-tagged drains.
+  std::vector<sla::DrillWindow> drills;
+  for (const auto& dir : f.drills) {
+    std::string path = dir;
+    if (std::filesystem::is_directory(path)) path = (std::filesystem::path(dir) / "drill.json").string();
+    auto text = core::read_text_file(path, kMaxContractBytes);
+    auto w = text ? sla::drill_windows_from_report(*text, path) : Result<std::vector<sla::DrillWindow>>(Unexpected<Error>{text.error()});
+    if (!w) {
+      fmt::print(stderr, "cmax sla: --drill: {}\n", w.error().message);
+      return kExitUsage;
+    }
+    drills.insert(drills.end(), w->begin(), w->end());
+  }
+
   sla::InputInfo info;
   Result<sla::EventSet> events = fail("no input");
   if (!f.cmaxd_db.empty()) {
     info = {"cmaxd-db", f.cmaxd_db};
-    events = sla::read_cmaxd_db(f.cmaxd_db);
+    auto actions = sla::read_cmaxd_actions(f.cmaxd_db);
+    if (actions) {
+      auto tagged = sla::drill_windows_from_actions(*actions);
+      // A drill record's window for the same node and drill is the better one (it knows the resume).
+      for (auto& t : tagged) {
+        bool known = std::any_of(drills.begin(), drills.end(),
+                                 [&](const sla::DrillWindow& d) { return d.node == t.node && d.drill == t.drill; });
+        if (!known) drills.push_back(std::move(t));
+      }
+      events = sla::intervals_from_actions(*actions);
+    } else {
+      events = Unexpected<Error>{actions.error()};
+    }
   } else {
     const std::string& path = !f.csv.empty() ? f.csv : !f.json_events.empty() ? f.json_events : f.sacctmgr;
     info = {!f.csv.empty() ? "csv" : !f.json_events.empty() ? "json" : "sacctmgr", path};
@@ -124,7 +165,13 @@ int run_sla(const SlaFlags& f) {
       return kExitInput;
     }
   }
-  const sla::SlaReport report = sla::compute_sla(std::move(*events), *contract, *window);
+  info.closed_by_drills = sla::close_with_drills(*events, drills);
+  info.drills_elsewhere = sla::exclude_drills(*contract, drills, as_of);
+  for (const auto& d : drills)
+    if (std::none_of(info.drills_elsewhere.begin(), info.drills_elsewhere.end(),
+                     [&](const sla::DrillWindow& x) { return x.node == d.node && x.drill == d.drill; }))
+      info.drills.push_back(d);
+  const sla::SlaReport report = sla::compute_sla(std::move(*events), *contract, *window, as_of);
   // Written as is: fmt::print would copy tens of MB into a growing buffer first.
   const std::string out = f.json ? sla::render_json(report, *contract, *window, info)
                                  : sla::render_table(report, *contract, *window, info, f.max_rows);
@@ -146,6 +193,13 @@ Runner setup_sla(CLI::App& sub) {
   sub.add_option("--to", f->to, "Last month, inclusive; default: the month of the latest event");
   sub.add_option("--events-time-zone", f->events_zone,
                  "Zone of event times written without an offset (default: the contract's)");
+  sub.add_option("--as-of", f->as_of,
+                 "Count nothing after this time (default: now): an outage still open ends here, a month still\n"
+                 "running is counted to date");
+  sub.add_option("--drill", f->drills,
+                 "A drill's run directory or drill.json (repeatable): its nodes' time out of service is excluded\n"
+                 "and listed, and the resume cmax drill cleanup recorded ends an open drain. cmaxd drains whose\n"
+                 "reason names a drill are excluded without it");
   sub.add_option("--max-rows", f->max_rows, "Entities listed per month in the table")->capture_default_str();
   sub.add_flag("--json", f->json, "Print the report as JSON (cmax.sla/1, docs/schemas/sla.md)");
   return [f] { return run_sla(*f); };

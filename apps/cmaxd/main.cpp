@@ -2,6 +2,7 @@
 // drains (or reboots) the node in Slurm when an incident needs it. Links no fault-injection code.
 // Exit codes: 0 stopped by SIGTERM/SIGINT; 2 usage error; 3 cannot start (kmsg, database, catalog).
 
+#include <algorithm>
 #include <signal.h>
 #include <unistd.h>
 
@@ -68,7 +69,7 @@ int main(int argc, char** argv) {
   bool no_nvml = false, no_ib = false, no_fleet_breaker = false;
   int mount_timeout_ms = 5000, probe_interval_ms = 5000, mount_interval_ms = 30000;
   int timeout_ms = 5000;
-  long long breaker_window_s = 3600, dedup_window_s = 3600;
+  long long breaker_window_s = 3600, dedup_window_s = 3600, resume_watch_ms = 10000;
   opt.node = short_hostname();
   app.add_option("--node", opt.node, "This node's name in Slurm")->capture_default_str();
   app.add_option("--db", db_path, "Event log (SQLite, WAL)")->capture_default_str();
@@ -106,6 +107,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--breaker-window", breaker_window_s, "The circuit breaker's window, seconds")->capture_default_str();
   app.add_option("--dedup-window", dedup_window_s, "One action per incident within this many seconds")
+      ->capture_default_str();
+  app.add_option("--resume-watch-ms", resume_watch_ms,
+                 "While cmaxd holds the node out, read its state this often; a resume someone else made (an\n"
+                 "operator, cmax drill cleanup) is then recorded, so SLA accounting ends the outage there (0: off)")
       ->capture_default_str();
   app.add_option("--fleet-max-percent", opt.fleet_max_percent,
                  "Fleet breaker: before each drain or reboot, read the node's partitions from Slurm and refuse\n"
@@ -159,6 +164,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   opt.dedup_window = std::chrono::seconds(dedup_window_s);
+  opt.resume_watch = std::chrono::milliseconds(std::max<long long>(0, resume_watch_ms));
 
   auto boot = agent::read_boot_id();
   if (!boot) return start_error(boot.error().message);

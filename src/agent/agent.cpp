@@ -362,13 +362,48 @@ void Agent::worker(std::stop_token stop) {
     Request r;
     {
       std::unique_lock q(mu_);
-      cv_.wait(q, stop, [&] { return !queue_.empty(); });
+      bool got = true;
+      if (options_.resume_watch.count() > 0)
+        got = cv_.wait_for(q, stop, options_.resume_watch, [&] { return !queue_.empty(); });
+      else
+        cv_.wait(q, stop, [&] { return !queue_.empty(); });
       if (stop.stop_requested()) return;
+      if (!got) {
+        q.unlock();
+        watch_resume();
+        continue;
+      }
       r = std::move(queue_.front());
       queue_.pop_front();
     }
     execute(r, stop);
   }
+}
+
+void Agent::watch_resume() {
+  if (!holding_) return;
+  auto st = scheduler_.node_state(options_.node);
+  if (!st || st->drain_flag() || st->down()) return;  // unreadable, or still out: nothing to record
+  const double now = now_unix();
+  const std::string reason = fmt::format("observed: {} is back in service ({}), resumed by someone else", options_.node,
+                                         st->state);
+  {
+    std::lock_guard lock(log_mu_);
+    auto id = log_.begin_action(options_.node, -1, "resume", options_.node, reason, now);
+    if (!id) {
+      log_line("error", id.error().message);
+      return;
+    }
+    if (auto f = log_.finish_action(*id, "done", "read from the scheduler", now); !f) log_line("error", f.error().message);
+  }
+  {
+    // The incidents it held for are over: a new fault acts again.
+    std::lock_guard detect(detect_mu_);
+    for (auto& [index, held] : acted_) held = false;
+  }
+  holding_ = false;
+  ++stats_.resumes_observed;
+  log_line("info", reason);
 }
 
 Result<Agent::Attempt> Agent::attempt_action(const Request& r) {
@@ -422,6 +457,7 @@ void Agent::execute(const Request& r, std::stop_token stop) {
   stats_.last_action_latency_us = static_cast<std::uint64_t>(latency.count());
   stats_.observe_latency(static_cast<double>(latency.count()) / 1e6);
   (status == "failed" ? stats_.actions_failed : status == "refused" ? stats_.actions_refused : stats_.actions_done)++;
+  if (status == "done" || status == "unchanged") holding_ = r.verb != "resume";
   log_line(status == "failed" ? "error" : status == "refused" ? "warn" : "info",
            fmt::format("{} {} {}: {} (record read -> scheduler called {:.3f} ms, returned {:.3f} ms)", r.verb,
                        options_.node, status, detail, called.count() / 1000.0, latency.count() / 1000.0));

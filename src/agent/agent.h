@@ -49,6 +49,10 @@ struct AgentOptions {
   std::chrono::milliseconds flush{1000};   ///< how often repeats and the resume point are written
   std::size_t queue_max = 1024;            ///< pending actions; past it new ones are refused (and recorded)
   std::chrono::seconds retry_max{60};      ///< backoff cap when the scheduler is unreachable
+  /// While this agent holds the node out, how often it reads the node's state: a node someone
+  /// else resumed (an operator, cmax drill cleanup) is recorded as resumed then, so that SLA
+  /// accounting from the event log ends the outage there. Zero: never.
+  std::chrono::milliseconds resume_watch{10000};
   int retries = 8;                         ///< attempts per action before it is recorded as failed
   /// Fleet-wide breaker, read from the scheduler before each drain or reboot: cmax may hold at
   /// most this percentage of the node's pool (Slurm: its partitions), never less than one node ...
@@ -71,6 +75,7 @@ struct AgentStats {
   std::atomic<std::uint64_t> drill_lines{0}, drill_lines_ended{0};
   std::atomic<std::uint64_t> actions_requested{0}, actions_done{0}, actions_failed{0}, actions_refused{0};
   std::atomic<std::uint64_t> actions_deduplicated{0}, last_seq{0};
+  std::atomic<std::uint64_t> resumes_observed{0};  ///< resumes someone else made, seen by resume_watch
   /// Read -> written of the last kmsg record (how far behind the agent reads), microseconds.
   std::atomic<std::uint64_t> kmsg_lag_us{0};
   /// Per probe, in the order added: name (fixed before run()), polls, failed polls, findings,
@@ -138,6 +143,8 @@ class Agent {
   };
   Result<Attempt> attempt_action(const Request& r);
   void execute(const Request& r, std::stop_token stop);
+  // Called by the worker when idle: records a resume made by someone else (see resume_watch).
+  void watch_resume();
   double now_unix() const;
 
   AgentOptions options_;
@@ -159,6 +166,7 @@ class Agent {
   std::deque<Request> queue_;
   AgentStats stats_;
   std::optional<std::uint64_t> last_seq_, saved_seq_;
+  std::atomic<bool> holding_{false};  ///< this agent's drain or reboot took the node out
 };
 
 /// One log record on stderr as a JSON line ({"level":..., "msg":...}); cmaxd's only log format.

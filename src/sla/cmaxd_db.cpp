@@ -5,7 +5,7 @@
 
 namespace cmax::sla {
 
-Result<EventSet> read_cmaxd_db(const std::string& path) {
+Result<std::vector<NodeAction>> read_cmaxd_actions(const std::string& path) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec))
     return fail("open cmaxd event database {}: no such file; give the path cmaxd was started with (--db, default /var/lib/cmax/cmaxd.db)", path);
@@ -28,7 +28,13 @@ Result<EventSet> read_cmaxd_db(const std::string& path) {
     actions.push_back(NodeAction{st->column_text(0), st->column_text(1), st->column_text(2), st->column_text(3),
                                  st->column_double(4), st->column_double(5)});
   }
-  return intervals_from_actions(actions);
+  return actions;
+}
+
+Result<EventSet> read_cmaxd_db(const std::string& path) {
+  auto actions = read_cmaxd_actions(path);
+  if (!actions) return Unexpected<Error>{actions.error()};
+  return intervals_from_actions(*actions);
 }
 
 }  // namespace cmax::sla

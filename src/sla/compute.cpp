@@ -151,8 +151,13 @@ std::optional<Window> default_window(const EventSet& events, const Zone& zone) {
   return std::move(*w);
 }
 
-SlaReport compute_sla(EventSet&& events, const Contract& c, const Window& w) {
+SlaReport compute_sla(EventSet&& events, const Contract& c, const Window& window, std::int64_t as_of_s) {
+  // The window cut at the as-of time: months (or their rest) after it have no time in them.
+  Window w = window;
+  const std::int64_t cut = std::max(as_of_s, window.from_s());
+  for (auto& b : w.bounds) b = std::min(b, cut);
   SlaReport rep;
+  rep.as_of_s = as_of_s;
   rep.scope = c.scope;
   rep.records = events.records;
   rep.anomalies = std::move(events.anomalies);
@@ -191,6 +196,7 @@ SlaReport compute_sla(EventSet&& events, const Contract& c, const Window& w) {
     mr.month = w.months[m];
     mr.start_s = w.bounds[m];
     mr.end_s = w.bounds[m + 1];
+    mr.to_date = window.bounds[m + 1] > as_of_s;
     const std::int64_t len = mr.end_s - mr.start_s;
     for (std::size_t e = 0; e < entities; ++e) acc[e] = EntityMonth{static_cast<std::int32_t>(e)};
     for (std::int32_t n = 0; n < nodes; ++n) {

@@ -48,6 +48,7 @@ struct MonthReport {
   double availability_percent = 100, fee = 0, credit = 0;
   std::int32_t entities = 0, with_downtime = 0, below_target = 0, credited = 0;
   std::vector<EntityMonth> listed;  ///< entities with downtime or exclusions this month, by index
+  bool to_date = false;  ///< the month runs past the report's as-of time: counted up to it
 };
 
 /// A right to cancel that a month's figures trigger.
@@ -66,10 +67,14 @@ struct SlaReport {
   Anomalies anomalies;
   std::uint64_t records = 0, down_intervals = 0;  ///< read; merged down intervals inside the window
   double credit_total = 0;
+  std::int64_t as_of_s = 0;  ///< nothing after this was counted (kOpenEnd: no limit)
 };
 
 /// Computes the report. Consumes the event set's intervals (sorted and merged in place to bound
-/// memory). Single-threaded; about 0.3 us per interval.
-SlaReport compute_sla(EventSet&& events, const Contract& contract, const Window& window);
+/// memory). Nothing after `as_of_s` (now, for a live report) is counted: an interval still open
+/// ends there, and a month still running counts GPU-time up to it (to_date). Single-threaded;
+/// about 0.3 us per interval.
+SlaReport compute_sla(EventSet&& events, const Contract& contract, const Window& window,
+                      std::int64_t as_of_s = kOpenEnd);
 
 }  // namespace cmax::sla

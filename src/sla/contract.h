@@ -36,7 +36,8 @@ struct Topology {
 
 /// A span of time taken out of the accounting for some of the fleet.
 struct Exclusion {
-  enum class Kind { maintenance, force_majeure };
+  /// drill: added at run time for a fault drill's window (sla/drills.h), never from a contract file.
+  enum class Kind { maintenance, force_majeure, drill };
   enum class Target { all, site, rack, node };
   Kind kind = Kind::maintenance;
   Target target = Target::all;

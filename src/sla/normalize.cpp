@@ -116,7 +116,7 @@ NodeSpans normalize_down(EventSet& events, const Contract& contract, const Windo
       last = r.start_s;
     }
     if (r.end_s == kOpenEnd)
-      an.open_ended.add(fmt::format("{}: down since {}, counted to the window's end {}",
+      an.open_ended.add(fmt::format("{}: down since {}, still open: counted to {}",
                                     topo.node_names[static_cast<std::size_t>(node)], show(contract.zone, r.start_s),
                                     show(contract.zone, to)));
     if (r.end_s <= from || r.start_s >= to || r.end_s == r.start_s) continue;

@@ -53,6 +53,8 @@ struct NodeAction {
 /// Actions not done (dry_run, failed, refused, pending, skipped) never happened and are ignored.
 EventSet intervals_from_actions(const std::vector<NodeAction>& actions);
 
+/// The actions of cmaxd's event database at `path` (read-only), oldest first.
+Result<std::vector<NodeAction>> read_cmaxd_actions(const std::string& path);
 /// Reads the actions of cmaxd's event database at `path` (read-only) and pairs them.
 Result<EventSet> read_cmaxd_db(const std::string& path);
 

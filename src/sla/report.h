@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "sla/compute.h"
+#include "sla/drills.h"
 
 namespace cmax::sla {
 
@@ -13,6 +14,9 @@ struct InputInfo {
   std::string format;  ///< "csv", "json", "sacctmgr", "cmaxd-db"
   std::string path;
   bool window_from_flags = false;  ///< false: the window spans the events' months
+  std::vector<DrillWindow> drills;          ///< excluded from downtime and from time owed
+  std::vector<DrillWindow> drills_elsewhere;  ///< drills on nodes the contract does not name
+  std::size_t closed_by_drills = 0;          ///< open intervals a drill record's resume closed
 };
 
 /// The report as one deterministic JSON document (keys in schema order), newline-terminated.

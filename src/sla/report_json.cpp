@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <fmt/format.h>
 
 #include <cmath>
@@ -101,7 +102,38 @@ std::string render_json(const SlaReport& rep, const Contract& c, const Window& w
   j.value(std::uint64_t{w.months.size()});
   j.key("source");
   j.value(in.window_from_flags ? "flags" : "events");
+  j.key("as_of");
+  if (rep.as_of_s == kOpenEnd)
+    j.null();
+  else
+    j.value(c.zone.format_local(rep.as_of_s));
   j.end_object();
+
+  // Fault drills: taken out on purpose, so neither downtime nor time owed.
+  j.key("drills");
+  j.begin_array();
+  for (const auto* list : {&in.drills, &in.drills_elsewhere}) {
+    for (const DrillWindow& d : *list) {
+      j.begin_object();
+      j.key("node");
+      j.value(d.node);
+      j.key("drill");
+      j.value(d.drill);
+      j.key("source");
+      j.value(d.source);
+      j.key("start");
+      j.value(c.zone.format_local(d.start_s));
+      j.key("end");
+      if (d.end_s == kOpenEnd)
+        j.null();
+      else
+        j.value(c.zone.format_local(d.end_s));
+      j.key("excluded");
+      j.value(list == &in.drills);
+      j.end_object();
+    }
+  }
+  j.end_array();
 
   const Anomalies& a = rep.anomalies;
   j.key("input");
@@ -117,7 +149,9 @@ std::string render_json(const SlaReport& rep, const Contract& c, const Window& w
   j.key("up_intervals");
   j.value(a.up_intervals);
   j.key("open_ended_until");
-  j.value(c.zone.format_local(w.to_s()));
+  j.value(c.zone.format_local(std::min(w.to_s(), rep.as_of_s)));
+  j.key("closed_by_drill_records");
+  j.value(std::uint64_t{in.closed_by_drills});
   j.key("anomalies");
   j.begin_object();
   tally(j, "malformed", a.malformed);
@@ -144,6 +178,8 @@ std::string render_json(const SlaReport& rep, const Contract& c, const Window& w
     j.value(c.zone.format_local(m.end_s));
     j.key("hours");
     j.value(round_to(hours(m.end_s - m.start_s), 4));
+    j.key("to_date");
+    j.value(m.to_date);
     j.key("totals");
     j.begin_object();
     j.key("entities");

@@ -15,11 +15,24 @@ std::string render_table(const SlaReport& rep, const Contract& c, const Window& 
                    c.zone.format_local(w.to_s())));
   line(fmt::format("input: {} {} ({} records, {} down intervals in the window)", in.format, in.path, rep.records,
                    rep.down_intervals));
+  if (rep.as_of_s != kOpenEnd && rep.as_of_s < w.to_s())
+    line(fmt::format("as of {}: nothing later is counted; a month still running is counted to date",
+                     c.zone.format_local(rep.as_of_s)));
+  if (!in.drills.empty() || !in.drills_elsewhere.empty()) {
+    line(fmt::format("fault drills ({}), excluded from downtime and from time owed:", in.drills.size() + in.drills_elsewhere.size()));
+    for (const auto* list : {&in.drills, &in.drills_elsewhere})
+      for (const DrillWindow& d : *list)
+        line(fmt::format("  drill {} on {}: {} .. {}{} ({})", d.drill, d.node, c.zone.format_local(d.start_s),
+                         d.end_s == kOpenEnd ? "still out" : c.zone.format_local(d.end_s),
+                         list == &in.drills ? "" : ", a node the contract does not name", d.source));
+    if (in.closed_by_drills > 0)
+      line(fmt::format("  {} open drain(s) ended at the resume a drill record gives", in.closed_by_drills));
+  }
   for (const MonthReport& m : rep.months) {
     line("");
-    line(fmt::format("{:04}-{:02}: availability {:.4f}%, down {:.1f} of {:.1f} GPU-h ({:.1f} excluded), {} of {} "
+    line(fmt::format("{:04}-{:02}{}: availability {:.4f}%, down {:.1f} of {:.1f} GPU-h ({:.1f} excluded), {} of {} "
                      "below target, credit {:.2f} {}",
-                     m.month.year, m.month.month, m.availability_percent, m.down_gpu_s / 3600.0, m.gpu_s / 3600.0,
+                     m.month.year, m.month.month, m.to_date ? " (to date)" : "", m.availability_percent, m.down_gpu_s / 3600.0, m.gpu_s / 3600.0,
                      m.excluded_gpu_s / 3600.0, m.below_target, m.entities, m.credit, c.currency));
     if (m.listed.empty()) continue;
     std::vector<const EntityMonth*> rows;
