@@ -269,7 +269,14 @@ int submit_checks(const CheckFlags& f) {
   return kExitHealthy;
 }
 
-int run_check(const CheckFlags& f) {
+int run_check(const CheckFlags& f0) {
+  CheckFlags f = f0;
+  if (f.slurm || f.submit) {
+    // A named slurm.conf that is missing is said at once, not after scontrol's minute of retries.
+    auto conf = sched::effective_slurm_conf(f.slurm_conf);
+    if (!conf) return fail_env(conf.error().message);
+    f.slurm_conf = *conf;
+  }
   if (!f.run_one.empty()) return run_one_check(f);
   if (f.active && f.submit) return fail_env("--active and --submit: choose one (--submit runs the active checks on idle nodes)");
   if ((f.active || f.submit) && f.slurm) return fail_env("--slurm-healthcheck is the passive check; drop --active/--submit");

@@ -29,6 +29,7 @@
 #include "core/strings.h"
 #include "core/text_file.h"
 #include "endpoint/simulate.h"
+#include "endpoint/simulate.h"
 #include "endpoint/trace.h"
 #include "loadgen/chunk.h"
 #include "loadgen/compare.h"
@@ -83,7 +84,7 @@ struct BenchFlags {
   Slo slo;
   // money
   std::string prices, price_provider;
-  double reference_hit_rate = 0.99, monthly_mtok = 0;
+  double reference_hit_rate = -1, monthly_mtok = 0;  ///< -1: 0.99, or what the prompts sent allow when less
   int theory_block_tokens = 16;
   std::string out;
   bool json = false, no_preflight = false, dry_run = false;
@@ -154,6 +155,19 @@ Result<std::string> preflight(HttpEngine& engine, const BenchFlags& f, std::vect
   if (r.http_status == 401 || r.http_status == 403)
     return fail("GET {}/models: HTTP {}: {}; the endpoint refused the API key (set {} or --api-key-file)", f.base_url,
                 r.http_status, error_body_message(c.body), f.api_key_env);
+  if (r.http_status == 404) {
+    // OpenAI-compatible servers answer under /v1; a base URL without it finds nothing anywhere.
+    const std::string said = error_body_message(c.body);
+    const std::string body = said.empty() ? std::string() : fmt::format(" (the server said: {})", core::clip(said, 160));
+    std::string_view base = f.base_url;
+    while (base.ends_with('/')) base.remove_suffix(1);
+    if (!base.ends_with("/v1") && base.find("/v1/") == std::string_view::npos)
+      return fail("GET {}/models: HTTP 404{}: the base URL lacks the API's path; OpenAI-compatible servers (vLLM, SGLang, "
+                  "TGI, cmax endpoint serve) answer under /v1: try --base-url {}/v1",
+                  f.base_url, body, base);
+    if (f.model.empty())
+      return fail("GET {}/models: HTTP 404{}: this endpoint lists no models; name the model with --model", f.base_url, body);
+  }
   if (r.http_status != 200) {
     warnings.push_back(fmt::format("GET /models answered HTTP {}; the model name was not checked", r.http_status));
     if (f.model.empty()) return fail("GET {}/models: HTTP {}; name the model with --model", f.base_url, r.http_status);
@@ -240,7 +254,8 @@ int run_bench_cmd(BenchFlags& f) {
     return usage("give one schedule: --concurrency, --rate or --trace-timestamps");
   if (f.trace_timestamps && f.trace.empty()) return usage("--trace-timestamps needs a trace file");
   if (!(f.max_error_share >= 0 && f.max_error_share <= 1)) return usage("--max-error-share: a share between 0 and 1");
-  if (!(f.reference_hit_rate >= 0 && f.reference_hit_rate <= 1)) return usage("--reference-hit-rate: a share between 0 and 1");
+  if (f.reference_hit_rate != -1 && !(f.reference_hit_rate >= 0 && f.reference_hit_rate <= 1))
+    return usage("--reference-hit-rate: a share between 0 and 1");
 
   RunConfig rc;
   rc.api = api;
@@ -272,12 +287,33 @@ int run_bench_cmd(BenchFlags& f) {
   std::unique_ptr<Workload> workload;
   std::string workload_kind, workload_source;
   double trace_theory = -1;
+  std::size_t trace_requests = 0;
+  endpoint::SteadyState steady;
+  std::string workload_plan;  // how much of the workload is sent, and why
   if (!f.trace.empty()) {
     auto text = core::read_text_file(f.trace, kMaxTraceBytes, "; cut the trace with head -n");
     if (!text) return usage(text.error().message);
     auto trace = endpoint::parse_mooncake(*text);
     if (!trace) return usage(fmt::format("trace {}: {}", f.trace, trace.error().message));
     for (const auto& w : trace->warnings) warnings.push_back(fmt::format("trace {}: {}", f.trace, w));
+    trace_requests = trace->requests.size();
+    // A trace's opening requests find every cache empty: the sweep's default of a few dozen
+    // requests a level would measure the cold start, not the trace. Unless told how much to
+    // send, send enough for the trace's own hit rate to reach its steady state.
+    steady = endpoint::steady_state(*trace);
+    const bool told = f.max_requests > 0 || f.requests_per_level > 0 || f.duration_s > 0 || f.trace_timestamps;
+    if (!told && steady.requests > 0) {
+      if (sched.kind == ScheduleKind::kConcurrency) {
+        const std::size_t levels = std::max<std::size_t>(1, sched.levels.size());
+        sched.requests_per_level = (steady.requests + levels - 1) / levels;
+      }
+      f.max_requests = std::min(trace_requests, std::max(steady.requests, sched.requests_per_level * sched.levels.size()));
+      rc.max_requests = f.max_requests;
+      workload_plan = fmt::format(
+          "sending {} of the trace's {} requests: the prefix over which its own upper-bound hit rate stays within 10% "
+          "of the whole trace's ({:.1f}% over those, {:.1f}% over all); --max-requests N sends fewer",
+          f.max_requests, trace_requests, steady.prefix_rate * 100, steady.whole_rate * 100);
+    }
     // The trace's own theoretical rate, over the requests that will be sent.
     endpoint::Trace head = *trace;
     const std::size_t n = f.max_requests ? std::min(f.max_requests, head.requests.size()) : head.requests.size();
@@ -415,6 +451,28 @@ int run_bench_cmd(BenchFlags& f) {
                                      result.records.size(), fmt::join(missing, ", ")));
   }
 
+  if (trace_requests > 0) {
+    const std::size_t sent = result.records.size();
+    const std::string share = fmt::format("{} of the trace's {} requests were sent ({:.1f}%)", sent, trace_requests,
+                                          100.0 * static_cast<double>(sent) / static_cast<double>(trace_requests));
+    workload_plan = workload_plan.empty() ? share : workload_plan + "; " + share;
+    if (sent < steady.requests)
+      warnings.push_back(fmt::format("{}, fewer than the {} it takes for the trace's hit rate to reach its steady state: "
+                                     "judge the hit rate against what the prompts sent allow ({}), not the trace's {:.1f}%",
+                                     share, steady.requests, pct(result.theoretical_hit_rate), steady.whole_rate * 100));
+  }
+  // The bill's reference: the best peer's rate (0.99), but never more than the prompts sent allow.
+  double reference_hit_rate = f.reference_hit_rate;
+  std::string reference_source = "--reference-hit-rate";
+  if (reference_hit_rate < 0) {
+    reference_hit_rate = 0.99;
+    reference_source = "the best peers' 99%";
+    if (result.theoretical_hit_rate >= 0 && result.theoretical_hit_rate < reference_hit_rate) {
+      reference_hit_rate = result.theoretical_hit_rate;
+      reference_source = "the upper bound for the prompts sent";
+    }
+  }
+
   std::optional<Bill> bill;
   if (sheet) {
     BillInput in;
@@ -423,7 +481,7 @@ int run_bench_cmd(BenchFlags& f) {
     in.cache_creation_tokens = result.overall.cache_creation_tokens;
     in.completion_tokens = result.overall.completion_tokens;
     in.duration_s = result.overall.duration_s;
-    in.reference_hit_rate = f.reference_hit_rate;
+    in.reference_hit_rate = reference_hit_rate;
     in.monthly_mtok = f.monthly_mtok;
     bill = compute_bill(*sheet, in);
   }
@@ -449,7 +507,12 @@ int run_bench_cmd(BenchFlags& f) {
         {"requests", result.records.size()},
         {"theoretical_hit_rate", result.theoretical_hit_rate >= 0 ? json(result.theoretical_hit_rate) : json(nullptr)},
         {"theoretical_block_tokens", f.theory_block_tokens},
-        {"trace_theoretical_hit_rate", trace_theory >= 0 ? json(trace_theory) : json(nullptr)}}},
+        {"trace_theoretical_hit_rate", trace_theory >= 0 ? json(trace_theory) : json(nullptr)},
+        {"trace_requests", trace_requests ? json(trace_requests) : json(nullptr)},
+        {"trace_whole_hit_rate", trace_requests ? json(steady.whole_rate) : json(nullptr)},
+        {"trace_steady_state_requests", trace_requests ? json(steady.requests) : json(nullptr)},
+        {"plan", workload_plan.empty() ? json(nullptr) : json(workload_plan)}}},
+      {"reference_hit_rate", {{"value", reference_hit_rate}, {"source", reference_source}}},
       {"schedule",
        {{"kind", std::string(schedule_kind_name(sched.kind))},
         {"levels", sched.kind == ScheduleKind::kConcurrency ? json(sched.levels) : json(nullptr)},
@@ -483,7 +546,10 @@ int run_bench_cmd(BenchFlags& f) {
   }
 
   if (f.json) fmt::print("{}\n", j.dump(2));
-  else print_text(f, result, model, bill, dir, warnings, workload_source);
+  else {
+    if (!workload_plan.empty()) fmt::print("workload: {}\n", workload_plan);
+    print_text(f, result, model, bill, dir, warnings, workload_source);
+  }
   if (result.stop_reason == "interrupted") return kExitInterrupted;
   const auto& o = result.overall;
   if (o.requests > 0 && double(o.failed) / double(o.requests) > f.max_error_share) return kExitErrors;
@@ -594,8 +660,9 @@ Runner setup_endpoint_bench(CLI::App& b) {
   b.add_option("--slo-e2e-ms", f->slo.e2e_ms, "Goodput bound on E2E (0 = none)");
   b.add_option("--prices", f->prices, "Price sheet JSON (docs/endpoint-bench.md): the bill, monthly, and at the reference hit rate");
   b.add_option("--price-provider", f->price_provider, "Entry of a multi-provider sheet (default: --provider)");
-  b.add_option("--reference-hit-rate", f->reference_hit_rate, "Hit rate the bill is also shown at (the best peer's)")
-      ->capture_default_str();
+  b.add_option("--reference-hit-rate", f->reference_hit_rate,
+               "Hit rate the bill is also shown at (default: the best peers' 0.99, or the upper bound for the prompts\n"
+               "sent when that is lower: no endpoint can beat it)");
   b.add_option("--monthly-mtok", f->monthly_mtok, "Project a month of this many million tokens (default: the run's rate for 30 days)");
   b.add_option("--theory-block-tokens", f->theory_block_tokens, "Block size of the theoretical cache over the prompts sent")
       ->check(CLI::Range(1, 1 << 20))->capture_default_str();

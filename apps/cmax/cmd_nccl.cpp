@@ -6,8 +6,11 @@
 // results); 2 a file could not be read or a step failed (the rest is still analysed and reported);
 // 3 usage or environment error.
 
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -51,6 +54,7 @@ struct NcclFlags {
   std::string tests = "all_reduce,all_gather,reduce_scatter,alltoall,sendrecv";
   std::string min_bytes = "8", max_bytes = "8G", factor = "2";
   int iters = 20, warmup = 5, step_timeout_s = 1800;
+  bool max_bytes_given = false, ranks_given = false;  ///< named on the command line (not the defaults)
   std::vector<std::string> hosts, launcher_args;
   bool no_network = false, no_ring = false, dry_run = false;
   std::string sysfs = "/sys", nccl_conf;
@@ -58,6 +62,70 @@ struct NcclFlags {
 
 void progress(std::string_view line) {
   if (::isatty(STDERR_FILENO) == 1) fmt::print(stderr, "\r\033[K{}", line);
+}
+
+// Ctrl-C and SIGTERM during a sweep: the running step is stopped (its launcher's whole process
+// group), what was measured is kept and written.
+volatile std::sig_atomic_t g_sweep_stop = 0;
+void on_sweep_signal(int) { g_sweep_stop = 1; }
+
+// MemAvailable from /proc/meminfo, bytes; 0 when unreadable.
+std::uint64_t mem_available_bytes() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  std::uint64_t kib = 0;
+  std::string unit;
+  while (in >> key >> kib >> unit)
+    if (key == "MemAvailable:") return kib * 1024;
+  return 0;
+}
+
+struct StepOutcome {
+  core::ProcessResult result;
+  bool interrupted = false;
+};
+
+// Runs one step's launcher, keeping its output (bounded); on a stop request or the step's
+// deadline sends SIGTERM to its process group (mpirun and srun then end their ranks), and
+// SIGKILL after a grace period.
+Result<StepOutcome> run_step(const core::ProcessSpec& spec) {
+  auto child = core::Child::spawn(spec);
+  if (!child) return Unexpected<Error>{child.error()};
+  StepOutcome o;
+  const auto start = std::chrono::steady_clock::now();
+  const auto deadline = start + spec.timeout;
+  auto keep = [&](std::string& into) {
+    return [&into, &o, max = spec.max_output_bytes](std::string_view bytes) {
+      const std::size_t room = max > into.size() ? max - into.size() : 0;
+      into.append(bytes.substr(0, room));
+      if (bytes.size() > room) o.result.truncated = true;
+    };
+  };
+  const core::Child::Sink out = keep(o.result.out), err = keep(o.result.err);
+  std::optional<int> status;
+  std::optional<std::chrono::steady_clock::time_point> term_sent;
+  for (;;) {
+    child->pump(std::chrono::milliseconds(100), out, err);
+    status = child->wait_exit(std::chrono::milliseconds(0));
+    if (status) break;
+    const auto now = std::chrono::steady_clock::now();
+    if (!term_sent && (g_sweep_stop || now >= deadline)) {
+      o.interrupted = g_sweep_stop != 0;
+      o.result.timed_out = !o.interrupted;
+      child->signal_group(SIGTERM);
+      term_sent = now;
+    } else if (term_sent && now - *term_sent > std::chrono::seconds(5)) {
+      child->signal_group(SIGKILL);
+      status = child->wait_exit(std::chrono::milliseconds(2000));
+      break;
+    }
+  }
+  while (child->pump(std::chrono::milliseconds(0), out, err)) {
+  }
+  o.result.wall = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start);
+  if (status && WIFEXITED(*status)) o.result.exit_code = WEXITSTATUS(*status);
+  else if (status && WIFSIGNALED(*status)) o.result.signal = WTERMSIG(*status);
+  return o;
 }
 
 // 2097152 -> "2 MiB", 34767700 -> "33.2 MiB".
@@ -330,8 +398,32 @@ int run_sweep(const NcclFlags& f) {
   }
   o.network_variant = !f.no_network;
   o.ring_variant = !f.no_ring;
+  // cmax-collbench holds its buffers in this machine's memory: a plan that cannot fit is cut down
+  // to fit when it is the default, and refused with the numbers when the user asked for it.
+  std::vector<std::string> notes;
+  if (o.tests_dir.empty()) {
+    auto max = nccl::parse_size_bytes(o.max_bytes);
+    if (!max) return fmt::print(stderr, "cmax nccl sweep: -e {}: write a size as 8G, 512M, 64K or bytes\n", o.max_bytes), kExitUsage;
+    const std::uint64_t avail = mem_available_bytes();
+    auto mem = nccl::plan_host_memory(o, *max, avail);
+    if (avail > 0 && !mem.fits()) {
+      const std::uint64_t fit = mem.largest_fitting();
+      const std::string why = fmt::format(
+          "cmax-collbench would hold {} ranks x 2 buffers x {} = {} on this machine, which has {} available (cmax "
+          "plans at most half)",
+          mem.ranks_here, human_bytes(static_cast<double>(*max)), human_bytes(static_cast<double>(mem.needed_bytes)),
+          human_bytes(static_cast<double>(avail)));
+      if (f.max_bytes_given || f.ranks_given || fit == 0)
+        return fmt::print(stderr, "cmax nccl sweep: {}: lower -e (at most {} here) or --ranks-per-node\n", why,
+                          fit ? human_bytes(static_cast<double>(fit)) : std::string("nothing fits")),
+               kExitUsage;
+      o.max_bytes = std::to_string(fit);
+      notes.push_back(fmt::format("{}: -e lowered to {} (name -e to choose)", why, human_bytes(static_cast<double>(fit))));
+    }
+  }
   auto steps = nccl::plan_sweep(o);
   if (steps.empty()) return fmt::print(stderr, "cmax nccl sweep: nothing to run (node counts above the hosts given?)\n"), kExitUsage;
+  for (const auto& n : notes) fmt::print(stderr, "cmax nccl sweep: {}\n", n);
 
   // The environment recipe, from what this run would use.
   nccl::RecipeInput recipe;
@@ -359,32 +451,48 @@ int run_sweep(const NcclFlags& f) {
 
   json steps_json = json::array();
   std::vector<Analysed> runs;
-  bool partial = false;
-  for (std::size_t i = 0; i < steps.size(); ++i) {
+  bool partial = false, interrupted = false;
+  const bool tty = ::isatty(STDERR_FILENO) == 1;
+  g_sweep_stop = 0;
+  struct sigaction sa {}, old_int {}, old_term {};
+  sa.sa_handler = on_sweep_signal;
+  ::sigaction(SIGINT, &sa, &old_int);
+  ::sigaction(SIGTERM, &sa, &old_term);
+  for (std::size_t i = 0; i < steps.size() && !g_sweep_stop; ++i) {
     const auto& s = steps[i];
     progress(fmt::format("cmax nccl sweep [{}/{}] {} on {} node{} ({})...", i + 1, steps.size(), s.test, s.nodes,
                          s.nodes == 1 ? "" : "s", s.variant));
     core::ProcessSpec spec{s.argv, std::chrono::seconds(f.step_timeout_s), kMaxLogBytes, s.env};
-    auto r = core::run_process(spec);
+    auto outcome = run_step(spec);
     const fs::path log = fs::path(*dir) / s.log_name;
     json sj{{"step", s.log_name.substr(0, s.log_name.size() - 4)}, {"test", s.test}, {"nodes", s.nodes},
             {"variant", s.variant}, {"argv", s.argv}, {"env", s.env}, {"log", log.string()}};
-    if (!r) {
-      sj["error"] = r.error().message;
+    if (!outcome) {
+      sj["error"] = outcome.error().message;
       steps_json.push_back(sj);
       partial = true;
       continue;
+    }
+    core::ProcessResult* r = &outcome->result;
+    if (outcome->interrupted) {
+      interrupted = true;
+      sj["interrupted"] = true;
     }
     std::ofstream(log) << r->out;
     if (!r->err.empty()) std::ofstream(fs::path(*dir) / (s.log_name + ".stderr")) << r->err;
     sj["exit_code"] = r->exit_code;
     sj["wall_s"] = static_cast<double>(r->wall.count()) / 1e6;
-    if (r->timed_out || r->exit_code != 0)
-      sj["error"] = r->timed_out ? fmt::format("timed out after {} s (--step-timeout-s)", f.step_timeout_s)
-                                 : fmt::format("exited {}: {}", r->exit_code, core::clip(core::trim(r->err), 300));
+    // The launcher's own words, whenever the step did not give a table: they say why.
+    const std::string said = core::trim(r->err).empty() ? std::string()
+                                                        : fmt::format("; {} said: {}", s.argv.front(), core::clip(core::trim(r->err), 400));
+    if (outcome->interrupted)
+      sj["error"] = "interrupted (Ctrl-C or SIGTERM): the step's processes were stopped";
+    else if (r->timed_out || r->exit_code != 0)
+      sj["error"] = r->timed_out ? fmt::format("timed out after {} s (--step-timeout-s){}", f.step_timeout_s, said)
+                                 : fmt::format("exited {}{}", r->exit_code, said.empty() ? std::string(" and printed nothing on stderr") : said);
     auto parsed = nccl::parse_nccl_tests(r->out);
     if (!parsed) {
-      if (!sj.contains("error")) sj["error"] = parsed.error().message;
+      if (!sj.contains("error")) sj["error"] = parsed.error().message + said;
       partial = true;
     } else {
       for (std::size_t k = 0; k < parsed->runs.size(); ++k) {
@@ -397,18 +505,29 @@ int run_sweep(const NcclFlags& f) {
       }
       if (sj.contains("error")) partial = true;
     }
+    // Off a terminal, one line per finished step (no progress line there).
+    if (!tty)
+      fmt::print(stderr, "cmax nccl sweep: [{}/{}] {}: {:.1f} s, {}\n", i + 1, steps.size(), sj["step"].get<std::string>(),
+                 sj["wall_s"].get<double>(), sj.contains("error") ? sj["error"].get<std::string>() : "ok");
     steps_json.push_back(sj);
   }
+  ::sigaction(SIGINT, &old_int, nullptr);
+  ::sigaction(SIGTERM, &old_term, nullptr);
+  if (g_sweep_stop) interrupted = true;
   progress("");
+  if (interrupted)
+    fmt::print(stderr, "cmax nccl sweep: interrupted after {} of {} steps; what was measured is analysed and written\n",
+               steps_json.size(), steps.size());
   json scaling;
   int code = analyse_all(runs, *refs, *dir, !f.no_charts, scaling);
-  if (partial && code == kExitOk) code = kExitPartial;
+  if ((partial || interrupted) && code == kExitOk) code = kExitPartial;
   json recipe_json = json::array();
   for (const auto& fi : findings) recipe_json.push_back({{"level", fi.level}, {"variable", fi.variable}, {"message", fi.message}});
   json report{{"schema", "cmax.nccl/1"}, {"sweep", {{"launcher", o.launcher == nccl::Launcher::kSrun ? "srun" : "mpirun"},
                                                     {"node_counts", o.node_counts}, {"ranks_per_node", o.ranks_per_node},
                                                     {"steps", steps_json}}},
-              {"recipe", recipe_json}, {"runs", json::array()}, {"scaling", scaling}, {"exit_code", code}, {"run_dir", *dir}};
+              {"recipe", recipe_json}, {"runs", json::array()}, {"scaling", scaling}, {"exit_code", code}, {"run_dir", *dir},
+              {"interrupted", interrupted}, {"notes", notes}};
   for (const auto& a : runs) report["runs"].push_back(run_json(a));
   std::ofstream(fs::path(*dir) / "nccl.json") << report.dump(2) << "\n";
   if (f.json) {
@@ -435,8 +554,11 @@ Runner setup_nccl(CLI::App& sub) {
       "from some size on, out-of-place and in-place disagreeing, a plateau below the platform's published\n"
       "number (data/nccl_reference.json), poor scaling over node counts, wrong results. The protocol switch\n"
       "kink near 1-2 MiB is normal and is not flagged. docs/nccl.md.\n\n"
-      "Exit codes: 0 every run clean; 1 an anomaly; 2 a file could not be read or a sweep step failed (the\n"
-      "rest is analysed and reported); 3 usage or environment error.");
+      "A sweep stops its running step on Ctrl-C or SIGTERM (the launcher's whole process group) and writes\n"
+      "nccl.json for the steps done; off a terminal it prints a line per finished step. With cmax-collbench\n"
+      "the buffers must fit this machine: a default -e is lowered to fit, a named one that cannot is refused.\n"
+      "Exit codes: 0 every run clean; 1 an anomaly; 2 a file could not be read, a sweep step failed, or the\n"
+      "sweep was interrupted (the rest is analysed and reported); 3 usage or environment error.");
   sub.require_subcommand(1);
   auto* analyze = sub.add_subcommand("analyze", "Analyse nccl-tests logs: verdict per run, an SVG chart per run");
   analyze->add_option("files", f->files, "nccl-tests output files (srun/MPI prefixes, NCCL INFO lines, several runs per file are fine)")
@@ -474,7 +596,11 @@ Runner setup_nccl(CLI::App& sub) {
   sweep->add_flag("--json", f->json, "Print {\"schema\": \"cmax.nccl/1\", ...}");
   return [f, analyze, sweep]() -> int {
     if (analyze->parsed()) return run_analyze(*f);
-    if (sweep->parsed()) return run_sweep(*f);
+    if (sweep->parsed()) {
+      f->max_bytes_given = sweep->count("--max-bytes") > 0;
+      f->ranks_given = sweep->count("--ranks-per-node") > 0;
+      return run_sweep(*f);
+    }
     return kExitUsage;
   };
 }

@@ -46,6 +46,30 @@ double theoretical_hit_rate(const Trace& trace) {
   return blocks ? static_cast<double>(hits) / static_cast<double>(blocks) : 0.0;
 }
 
+SteadyState steady_state(const Trace& trace, double tolerance) {
+  SteadyState out;
+  if (trace.requests.empty()) return out;
+  PrefixCache all(PrefixCache::kUnbounded);
+  std::uint64_t blocks = 0, hits = 0, tick = 0;
+  std::vector<double> running;
+  running.reserve(trace.requests.size());
+  for (const auto& r : trace.requests) {
+    blocks += r.block_count;
+    hits += all.insert(trace.blocks(r), ++tick);
+    running.push_back(blocks ? static_cast<double>(hits) / static_cast<double>(blocks) : 0.0);
+  }
+  out.whole_rate = running.back();
+  out.requests = 1;
+  for (std::size_t i = running.size(); i-- > 0;) {
+    if (std::abs(running[i] - out.whole_rate) > tolerance * out.whole_rate) {
+      out.requests = i + 2 <= running.size() ? i + 2 : running.size();
+      break;
+    }
+  }
+  out.prefix_rate = running[out.requests - 1];
+  return out;
+}
+
 Cost price(std::uint64_t input_tokens, std::uint64_t cached_tokens, std::uint64_t output_tokens, const PriceSheet& p) {
   Cost c;
   const double in = static_cast<double>(input_tokens), cached = static_cast<double>(cached_tokens);

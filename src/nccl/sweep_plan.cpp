@@ -1,5 +1,9 @@
 #include "nccl/sweep_plan.h"
 
+#include <algorithm>
+#include <charconv>
+#include <limits>
+
 #include <fmt/format.h>
 
 namespace cmax::nccl {
@@ -44,6 +48,51 @@ std::vector<std::string> launch(const SweepOptions& o, int nodes, const std::vec
 }
 
 }  // namespace
+
+std::optional<std::uint64_t> parse_size_bytes(std::string_view text) {
+  std::uint64_t value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc{} || end == text.data()) return std::nullopt;
+  std::string_view rest(end, static_cast<std::size_t>(text.data() + text.size() - end));
+  int shift = 0;
+  if (rest.size() == 1) {
+    switch (rest[0]) {
+      case 'K': case 'k': shift = 10; break;
+      case 'M': case 'm': shift = 20; break;
+      case 'G': case 'g': shift = 30; break;
+      case 'T': case 't': shift = 40; break;
+      default: return std::nullopt;
+    }
+  } else if (!rest.empty()) {
+    return std::nullopt;
+  }
+  if (value > (std::numeric_limits<std::uint64_t>::max() >> shift)) return std::nullopt;
+  return value << shift;
+}
+
+std::uint64_t HostMemoryPlan::largest_fitting() const {
+  if (ranks_here <= 0) return 0;
+  const std::uint64_t per = budget_bytes / (2 * static_cast<std::uint64_t>(ranks_here));
+  if (per < 1024) return 0;
+  std::uint64_t p = 1024;
+  while (p * 2 <= per) p *= 2;
+  return p;
+}
+
+HostMemoryPlan plan_host_memory(const SweepOptions& o, std::uint64_t max_bytes, std::uint64_t available_bytes) {
+  HostMemoryPlan m;
+  int most_nodes = 1;
+  for (int n : o.node_counts) most_nodes = std::max(most_nodes, n);
+  const bool all_here = o.launcher == Launcher::kMpirun && o.hosts.empty();
+  m.ranks_here = (all_here ? most_nodes : 1) * o.ranks_per_node;
+  m.max_bytes = max_bytes;
+  const auto ranks = static_cast<std::uint64_t>(std::max(0, m.ranks_here));
+  m.needed_bytes = max_bytes > std::numeric_limits<std::uint64_t>::max() / 2 / std::max<std::uint64_t>(1, ranks)
+                       ? std::numeric_limits<std::uint64_t>::max()
+                       : ranks * 2 * max_bytes;
+  m.budget_bytes = available_bytes / 2;
+  return m;
+}
 
 std::vector<SweepStep> plan_sweep(const SweepOptions& o) {
   std::vector<SweepStep> steps;

@@ -10,7 +10,10 @@
 //   ring     golden plus NCCL_ALGO=Ring: the 2-node all_reduce against the published ring numbers
 //            (392.7 GB/s on 8x400G H100), since the default (tree/NVLS) overstates busbw there.
 
+#include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace cmax::nccl {
@@ -45,6 +48,24 @@ struct SweepStep {
   std::vector<std::string> env;  ///< "KEY=VALUE" set for the launcher (mpirun also forwards with -x)
   std::string log_name;          ///< "all_reduce-2n-golden.log"
 };
+
+/// "8G" -> 8 GiB, "512M", "64K", "8" (bytes), as nccl-tests reads -b/-e; nullopt otherwise.
+std::optional<std::uint64_t> parse_size_bytes(std::string_view text);
+
+/// What cmax-collbench's buffers take of one machine's memory: each rank holds a send and a
+/// receive buffer of the largest message. With mpirun and no hosts every rank of the largest node
+/// count runs here.
+struct HostMemoryPlan {
+  int ranks_here = 0;
+  std::uint64_t max_bytes = 0;    ///< the largest message
+  std::uint64_t needed_bytes = 0; ///< ranks_here x 2 x max_bytes
+  std::uint64_t budget_bytes = 0; ///< half the memory available (the rest for the ranks' own use)
+  bool fits() const { return needed_bytes <= budget_bytes; }
+  /// The largest power-of-two message (at least 1 KiB) that fits the budget, for a default to
+  /// shrink to; 0 when not even that fits.
+  std::uint64_t largest_fitting() const;
+};
+HostMemoryPlan plan_host_memory(const SweepOptions& options, std::uint64_t max_bytes, std::uint64_t available_bytes);
 
 /// The steps in run order: by node count, then collective, then variant. Node counts above the
 /// number of `hosts` (mpirun with hosts given) are skipped.

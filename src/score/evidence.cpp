@@ -188,9 +188,25 @@ Result<void> add_bench_json(nlohmann::json& doc, Evidence& ev) {
   try {
     json* j = &doc;
     const json& overall = (*j)["overall"];
-    if (auto hr = num(overall, "cache_hit_rate"))
+    if (auto hr = num(overall, "cache_hit_rate")) {
       ev.metrics["endpoint.cache_hit_rate"] = {*hr, fmt::format("bench.json overall.cache_hit_rate ({})",
                                                                 overall.value("cache_source", std::string("?")))};
+      // Judged against what the prompts sent allow: a short replay of a trace cannot reach the
+      // trace's own rate, and a workload with no shared prefix allows nothing to judge.
+      const json& w = j->contains("workload") ? (*j)["workload"] : json();
+      auto achievable = num(w, "theoretical_hit_rate");
+      if (achievable && *achievable > 0.005)
+        ev.metrics["endpoint.cache_hit_of_achievable"] = {
+            std::min(1.0, *hr / *achievable),
+            fmt::format("bench.json: {:.1f}% measured of the {:.1f}% the prompts sent allow{}", *hr * 100, *achievable * 100,
+                        w.contains("plan") && w["plan"].is_string() ? " (" + w["plan"].get<std::string>() + ")" : "")};
+      else if (achievable)
+        ev.warnings.push_back("bench.json: the prompts sent share no prefix (upper-bound hit rate 0): the endpoint's "
+                              "cache cannot be judged on this workload");
+      else
+        ev.metrics["endpoint.cache_hit_of_achievable"] = {
+            *hr, "bench.json overall.cache_hit_rate (no upper bound recorded: judged as measured)"};
+    }
     if (j->contains("cost") && (*j)["cost"].is_object())
       if (auto r = num((*j)["cost"], "ratio_to_reference"))
         ev.metrics["endpoint.cost_ratio"] = {*r, "bench.json cost.ratio_to_reference"};

@@ -34,6 +34,8 @@ inline constexpr MetricSpec kMetrics[] = {
     {"nccl.pass_fraction", "nccl.json", "(pass + 0.5 x warn) / runs with a verdict"},
     {"nccl.reference_ratio", "nccl.json", "worst peak busbw / the reference's expected busbw"},
     {"endpoint.cache_hit_rate", "bench.json", "overall.cache_hit_rate: cached / prompt tokens"},
+    {"endpoint.cache_hit_of_achievable", "bench.json",
+     "overall.cache_hit_rate / workload.theoretical_hit_rate: the share of what the prompts sent allow"},
     {"endpoint.cost_ratio", "bench.json", "cost.ratio_to_reference: the bill over the bill at the reference hit rate"},
     {"endpoint.success_rate", "bench.json", "overall.succeeded / overall.requests"},
     {"sla.availability_percent", "sla.json", "100 x (1 - down / (GPU-hours - excluded)) over every month"},
