@@ -276,7 +276,16 @@ std::string svg_availability(const SlaView& sla) {
   const double label_w = 150, top = 44, row = 24;
   const double cell_w = months <= 12 ? 52 : std::max(18.0, 624.0 / static_cast<double>(months));
   const std::size_t rows = 1 + sla.entities.size();
-  const double w = label_w + months * cell_w + 20, h = top + rows * row + 34;
+  struct Key {
+    std::string_view fill, name;
+  };
+  constexpr std::array<Key, 4> kKeys{Key{"#e8f5e9", "no downtime"}, Key{"#a5d6a7", "downtime, target met"},
+                                     Key{"#ffb74d", "below target"}, Key{"#e57373", "credit owed"}};
+  const std::string target = fmt::format("target {:g}%", sla.target_percent);
+  // The legend sets the width when it is wider than the months: nothing of it is cut off.
+  double legend_w = 6.2 * static_cast<double>(target.size());
+  for (const auto& k : kKeys) legend_w += 30 + 6.2 * static_cast<double>(k.name.size());
+  const double w = std::max(label_w + months * cell_w, label_w + legend_w) + 20, h = top + rows * row + 34;
   std::string out;
   open_svg(out, w, h, "availability", "availability per month against the target");
   for (std::size_t m = 0; m < months; ++m) {
@@ -319,17 +328,13 @@ std::string svg_availability(const SlaView& sla) {
   draw_row(sla.total, 0, true);
   for (std::size_t i = 0; i < sla.entities.size(); ++i) draw_row(sla.entities[i], i + 1, false);
   const double ly = h - 14;
-  struct Key {
-    std::string_view fill, name;
-  };
   double lx = label_w;
-  for (const auto& k : {Key{"#e8f5e9", "no downtime"}, Key{"#a5d6a7", "downtime, target met"},
-                        Key{"#ffb74d", "below target"}, Key{"#e57373", "credit owed"}}) {
+  for (const auto& k : kKeys) {
     rect(out, lx, ly - 9, 10, 10, k.fill);
     text(out, lx + 14, ly, k.name, "start", kInk, " font-size=\"11\"");
     lx += 30 + 6.2 * static_cast<double>(k.name.size());
   }
-  text(out, lx, ly, fmt::format("target {:g}%", sla.target_percent), "start", "#555555", " font-size=\"11\"");
+  text(out, lx, ly, target, "start", "#555555", " font-size=\"11\"");
   out += "</svg>\n";
   return out;
 }

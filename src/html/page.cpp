@@ -6,6 +6,7 @@
 #include <map>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "audit/attention.h"
 #include "core/svg_text.h"
@@ -357,6 +358,11 @@ void scan_section(Writer& w, const ScanView& v, const std::string& id) {
     w.esc(s);
     w.raw("</p>\n");
   }
+  if (!v.drills.empty()) {
+    w.raw("<p class=\"note\">Fault drills' lines (cmax drill), shown apart and never counted as faults: ");
+    w.esc(fmt::format("{}", fmt::join(v.drills, "; ")));
+    w.raw(".</p>\n");
+  }
   if (v.incidents.empty()) {
     w.raw("<p>No incidents.</p>\n");
     return;
@@ -445,10 +451,12 @@ void drill_section(Writer& w, const DrillView& v, const std::string& id) {
   w.raw("</p>\n");
   w.chart(svg_drill_timeline(v), "drill",
           "Each dot is the first poll that saw the stage; the band before it is the interval the stage happened in.");
-  w.raw("<div class=\"scroll\"><table><tr><th>node</th><th>stage</th><th>verdict</th><th class=\"num\">seen at</th>"
-        "<th class=\"num\">±</th><th>how</th></tr>\n");
+  // The stages the drill waited for; "returned" only when it was asked to wait for it.
+  w.raw("<div class=\"scroll\"><table><tr><th>node</th><th>stage</th><th>verdict</th><th class=\"num\">seen by</th>"
+        "<th class=\"num\">not before</th><th>how</th></tr>\n");
   for (const auto& n : v.nodes)
     for (const auto& s : n.stages) {
+      if (!s.awaited) continue;
       w.raw("<tr><td>");
       w.esc(n.node);
       w.raw("</td><td>");
@@ -456,23 +464,46 @@ void drill_section(Writer& w, const DrillView& v, const std::string& id) {
       w.f("</td><td class=\"o-{}\">", s.verdict == "ok" ? "pass" : s.verdict == "slow" || s.verdict == "never" ? "fail" : "unverified");
       w.esc(s.verdict);
       if (s.reached)
-        w.f("</td><td class=\"num\">{:.1f} ms</td><td class=\"num\">{:.1f} ms</td><td>", s.at_ms, (s.at_ms - s.lower_ms) / 2);
+        w.f("</td><td class=\"num\">{:.1f} ms</td><td class=\"num\">{:.1f} ms</td><td>", s.at_ms, s.lower_ms);
       else
         w.raw("</td><td></td><td></td><td>");
       w.esc(s.how);
       w.raw("</td></tr>\n");
     }
   w.raw("</table></div>\n");
+  for (const auto& n : v.nodes) {
+    if (n.detector_by.empty() || n.detector_by == "none") continue;
+    w.f("<p class=\"{}\">", n.detector_owner == "rater" ? "o-warn" : "note");
+    w.esc(n.detector_owner == "rater"
+              ? fmt::format("{}: detected by {}, which the rater started: not the provider's stack, so its times are not "
+                            "credited to the provider.",
+                            n.node, n.detector_by)
+              : fmt::format("{}: detected by {}.", n.node, n.detector_by));
+    w.raw("</p>\n");
+  }
 }
 
 void sla_section(Writer& w, const SlaView& v, const std::string& id) {
   w.section_start(id, "Availability (SLA)", 3);
   w.raw("<p>");
-  w.esc(fmt::format("Contract {}: scope {}, target {:g}%. Credits owed: {:.2f} {}. {} of the {}s had downtime; "
+  w.esc(fmt::format("Contract {}: scope {}, target {:g}%. Credits owed: {:.2f} {}. {} {} had downtime{}; "
                     "the worst are shown.",
                     v.contract, v.scope, v.target_percent, v.credit_total, v.currency, v.entities_with_downtime,
-                    v.scope));
+                    v.entities_with_downtime == 1 ? v.scope : v.scope + "s",
+                    v.entities_excluded_only > 0
+                        ? fmt::format(" ({} more only had excluded time: maintenance, force majeure or drills)",
+                                      v.entities_excluded_only)
+                        : std::string()));
   w.raw("</p>\n");
+  if (!v.drills.empty()) {
+    w.raw("<p>Fault drills, excluded from downtime and from the time owed:</p><ul>\n");
+    for (const auto& d : v.drills) {
+      w.raw("<li>");
+      w.esc(d);
+      w.raw("</li>\n");
+    }
+    w.raw("</ul>\n");
+  }
   w.chart(svg_availability(v), "availability", "Each cell: availability that month (hover for GPU-hours and credits).");
   if (!v.cancellations.empty()) {
     w.raw("<p class=\"o-fail\">Cancellation rights:</p><ul>\n");
@@ -489,9 +520,29 @@ void endpoint_section(Writer& w, const std::vector<const loadgen::RunView*>& ben
   w.section_start("endpoints", "Inference endpoints", 2);
   std::vector<loadgen::RunView> runs;
   for (const auto* b : benches) runs.push_back(*b);
-  w.raw("<div class=\"scroll\"><pre class=\"wide\">");
-  w.esc(loadgen::compare_table(runs));
-  w.raw("</pre></div>\n");
+  const auto cells = loadgen::compare_cells(runs);
+  w.raw("<div class=\"scroll\"><table class=\"endpoints\"><tr>");
+  for (std::size_t c = 0; c < cells.heads.size(); ++c) {
+    w.raw(c == 0 ? "<th>" : "<th class=\"num\">");
+    w.esc(cells.heads[c]);
+    w.raw("</th>");
+  }
+  w.raw("</tr>\n");
+  for (const auto& row : cells.rows) {
+    w.raw("<tr>");
+    for (std::size_t c = 0; c < row.size(); ++c) {
+      w.raw(c == 0 ? "<td>" : "<td class=\"num\">");
+      w.esc(row[c]);
+      w.raw("</td>");
+    }
+    w.raw("</tr>\n");
+  }
+  w.raw("</table></div>\n");
+  for (const auto& n : cells.notes) {
+    w.raw("<p class=\"note\">");
+    w.esc(n);
+    w.raw("</p>\n");
+  }
   w.chart(tag_chart(loadgen::svg_latency_vs_concurrency(runs), "endpoint-latency"), "endpoint-latency",
           "Time to first token against concurrency, p50 and p99.");
   w.chart(tag_chart(loadgen::svg_hit_rate(runs), "endpoint-hit-rate"), "endpoint-hit-rate",
@@ -525,6 +576,25 @@ void compare_section(Writer& w, const std::vector<RunReport>& runs, const score:
     w.raw("</a></td><td>");
     w.esc(c.tier);
     w.f("</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>\n", score_text(c.total), pct(c.confidence));
+  }
+  w.raw("</table></div>\n");
+  // The category scores side by side: a column per run, headed by its name.
+  w.raw("<div class=\"scroll\"><table class=\"by-category\"><tr><th>category</th>");
+  for (const auto& c : cards) {
+    w.raw("<th class=\"num\">");
+    w.esc(c.label);
+    w.raw("</th>");
+  }
+  w.raw("</tr>\n");
+  for (std::size_t k = 0; k < audit::kCategoryCount; ++k) {
+    w.raw("<tr><td>");
+    w.esc(audit::category_title(static_cast<audit::Category>(k)));
+    w.raw("</td>");
+    for (const auto& c : cards) {
+      const auto* cat = k < c.categories.size() ? &c.categories[k] : nullptr;
+      w.f("<td class=\"num\">{}</td>", cat ? score_text(cat->score) : std::string("-"));
+    }
+    w.raw("</tr>\n");
   }
   w.raw("</table></div>\n");
   for (const auto& n : ranking.notes) {

@@ -5,9 +5,11 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "score/evidence.h"
@@ -156,6 +158,15 @@ Result<ScanView> scan_view(const nlohmann::json& doc) {
     v.incidents.push_back(std::move(x));
   }
   v.total = v.incidents.size();
+  std::map<std::string, std::pair<std::size_t, std::set<std::string>>> drills;
+  for (const auto& i : arr(*j, "drills")) {
+    auto& d = drills[str(i, "drill")];
+    ++d.first;
+    d.second.insert(str(i, "node"));
+  }
+  for (const auto& [id, d] : drills)
+    v.drills.push_back(fmt::format("drill {}: {} incident{} ({})", id, d.first, d.first == 1 ? "" : "s",
+                                   fmt::join(d.second, ", ")));
   std::stable_sort(v.incidents.begin(), v.incidents.end(), [](const ScanIncident& a, const ScanIncident& b) {
     if (a.resolved != b.resolved) return !a.resolved;
     int ra = action_rank(a.action), rb = action_rank(b.action);
@@ -212,6 +223,10 @@ Result<DrillView> drill_view(const nlohmann::json& doc) {
     DrillNode d;
     d.node = str(n, "node");
     d.error = str(n, "error");
+    if (auto det = n.find("detector"); det != n.end() && det->is_object()) {
+      d.detector_by = str(*det, "by");
+      d.detector_owner = str(*det, "owner");
+    }
     for (const auto& s : arr(n, "stages")) {
       DrillStage st;
       st.stage = str(s, "stage");
@@ -221,6 +236,7 @@ Result<DrillView> drill_view(const nlohmann::json& doc) {
       st.lower_ms = num(s, "lower_ms");
       st.threshold_ms = opt_num(s, "threshold_ms");
       st.how = str(s, "how");
+      if (auto a = s.find("awaited"); a != s.end() && a->is_boolean()) st.awaited = a->get<bool>();
       d.stages.push_back(std::move(st));
     }
     v.nodes.push_back(std::move(d));
@@ -272,7 +288,18 @@ Result<SlaView> sla_view(const nlohmann::json& doc) {
       it->second.worst = std::min(it->second.worst, cells[m]->availability_percent);
     }
   }
-  v.entities_with_downtime = order.size();
+  for (const auto& name : order) {
+    // Listed for excluded time alone (maintenance, force majeure, drills): no downtime.
+    bool excluded_only = true;
+    for (const auto& c : rows[name].cells)
+      if (c && !(c->down_gpu_hours <= 0 && c->excluded_gpu_hours > 0)) excluded_only = false;
+    ++(excluded_only ? v.entities_excluded_only : v.entities_with_downtime);
+  }
+  for (const auto& d : arr(*j, "drills")) {
+    const std::string end = d.contains("end") && d["end"].is_string() ? d["end"].get<std::string>() : "still out";
+    v.drills.push_back(fmt::format("drill {} on {}: {} .. {}{}", str(d, "drill"), str(d, "node"), str(d, "start"), end,
+                                   flag(d, "excluded") ? "" : " (a node the contract does not name)"));
+  }
   for (const auto& name : order) {
     v.entities.push_back(std::move(rows[name]));
     v.entities.back().cells.resize(months.size());

@@ -45,6 +45,7 @@ struct ScanView {
   std::vector<ScanIncident> incidents;  ///< most severe action first, then by count; at most kMaxIncidents
   std::size_t total = 0;                ///< incidents in the document
   std::size_t actionable = 0;           ///< unresolved with restart_app or stronger
+  std::vector<std::string> drills;      ///< "drill 1a2b: 2 incidents (n1)": fault drills' lines, never counted
 };
 
 struct NcclChart {
@@ -69,10 +70,12 @@ struct DrillStage {
   double at_ms = 0, lower_ms = 0;
   std::optional<double> threshold_ms;
   std::string how;
+  bool awaited = true;  ///< the drill waited for this stage (returned only with --wait-return)
 };
 
 struct DrillNode {
   std::string node, error;
+  std::string detector_by, detector_owner;  ///< "cmaxd", "rater"; empty when not recorded
   std::vector<DrillStage> stages;
 };
 
@@ -100,7 +103,9 @@ struct SlaView {
   std::vector<std::string> months;  ///< "2026-04"
   SlaRow total;
   std::vector<SlaRow> entities;     ///< worst first, at most kMaxSlaRows
-  std::size_t entities_with_downtime = 0;
+  std::size_t entities_with_downtime = 0;  ///< down GPU-time in some month (exclusions alone do not count)
+  std::size_t entities_excluded_only = 0;  ///< listed for excluded time (maintenance, drills) only
+  std::vector<std::string> drills;         ///< "drill 1a2b on n1: START .. END", excluded from downtime
   std::vector<std::string> cancellations;  ///< "dfw1-r01 2026-06: availability 93.1% is below 95%"
   double credit_total = 0;
 };

@@ -429,66 +429,36 @@ Result<RunView> read_bench(const std::string& path) {
   return view;
 }
 
-std::string compare_table(const std::vector<RunView>& runs) {
-  struct Row {
-    std::array<std::string, 12> cells;
-  };
-  static const std::array<std::string_view, 12> kHeads = {
-      "run",      "requests", "ok %",      "hit",    "theo",        "TTFT p50",
-      "TTFT p99", "TPOT p50", "out tok/s", "$/Mtok", "@ref $/Mtok", "vs ref"};
-  std::vector<Row> rows;
-  rows.reserve(runs.size());
+CompareCells compare_cells(const std::vector<RunView>& runs) {
+  CompareCells t;
+  t.heads = {"run",      "requests", "ok %",      "hit",    "theo",        "TTFT p50",
+             "TTFT p99", "TPOT p50", "out tok/s", "$/Mtok", "@ref $/Mtok", "vs ref"};
   bool any_interrupted = false;
   for (const RunView& r : runs) {
     const Summary& s = r.overall;
-    Row row;
-    row.cells[0] = clip_label(r.label, 32) + (r.interrupted ? " *" : "");
+    std::vector<std::string> row(t.heads.size());
+    row[0] = clip_label(r.label, 32) + (r.interrupted ? " *" : "");
     any_interrupted |= r.interrupted;
-    row.cells[1] = fmt::format("{}", s.requests);
-    row.cells[2] = s.requests > 0 ? fmt::format("{:.1f}", 100.0 * static_cast<double>(s.succeeded) /
-                                                              static_cast<double>(s.requests))
-                                  : "-";
-    row.cells[3] = pct_or_dash(s.cache_hit_rate);
-    row.cells[4] = pct_or_dash(r.theoretical_hit_rate);
-    row.cells[5] = ms_or_dash(s.ttft, &LatencyStats::p50_ms);
-    row.cells[6] = ms_or_dash(s.ttft, &LatencyStats::p99_ms);
-    row.cells[7] = ms_or_dash(s.tpot, &LatencyStats::p50_ms);
-    row.cells[8] =
-        std::isfinite(s.output_tokens_per_s) ? fmt::format("{:.1f}", s.output_tokens_per_s) : "-";
+    row[1] = fmt::format("{}", s.requests);
+    row[2] = s.requests > 0 ? fmt::format("{:.1f}", 100.0 * static_cast<double>(s.succeeded) / static_cast<double>(s.requests))
+                            : "-";
+    row[3] = pct_or_dash(s.cache_hit_rate);
+    row[4] = pct_or_dash(r.theoretical_hit_rate);
+    row[5] = ms_or_dash(s.ttft, &LatencyStats::p50_ms);
+    row[6] = ms_or_dash(s.ttft, &LatencyStats::p99_ms);
+    row[7] = ms_or_dash(s.tpot, &LatencyStats::p50_ms);
+    row[8] = std::isfinite(s.output_tokens_per_s) ? fmt::format("{:.1f}", s.output_tokens_per_s) : "-";
     if (r.has_bill) {
-      row.cells[9] = money(r.bill.usd_per_mtok);
-      row.cells[10] = money(reference_per_mtok(r));
-      row.cells[11] = r.bill.ratio_to_reference > 0 && std::isfinite(r.bill.ratio_to_reference)
-                          ? fmt::format("{:.2f}x", r.bill.ratio_to_reference)
-                          : "-";
+      row[9] = money(r.bill.usd_per_mtok);
+      row[10] = money(reference_per_mtok(r));
+      row[11] = r.bill.ratio_to_reference > 0 && std::isfinite(r.bill.ratio_to_reference)
+                    ? fmt::format("{:.2f}x", r.bill.ratio_to_reference)
+                    : "-";
     } else {
-      row.cells[9] = row.cells[10] = row.cells[11] = "-";
+      row[9] = row[10] = row[11] = "-";
     }
-    rows.push_back(std::move(row));
+    t.rows.push_back(std::move(row));
   }
-
-  std::array<std::size_t, 12> width{};
-  for (std::size_t c = 0; c < width.size(); ++c) {
-    width[c] = kHeads[c].size();
-    for (const Row& row : rows) width[c] = std::max(width[c], row.cells[c].size());
-  }
-  std::string out;
-  auto emit = [&](auto cell_of) {
-    std::string line;
-    for (std::size_t c = 0; c < width.size(); ++c) {
-      std::string_view cell = cell_of(c);
-      if (c == 0)
-        line += fmt::format("{:<{}}", cell, width[c]);
-      else
-        line += fmt::format("  {:>{}}", cell, width[c]);
-    }
-    while (!line.empty() && line.back() == ' ') line.pop_back();
-    out += line + "\n";
-  };
-  emit([&](std::size_t c) { return kHeads[c]; });
-  if (rows.empty()) out += "(no runs)\n";
-  for (const Row& row : rows) emit([&](std::size_t c) { return std::string_view(row.cells[c]); });
-
   // The reference hit rate, when every bill used the same one.
   std::string ref = "the reference hit rate";
   double first = -1;
@@ -501,13 +471,37 @@ std::string compare_table(const std::vector<RunView>& runs) {
       same = false;
   }
   if (first >= 0 && same) ref += fmt::format(" ({:.1f}%)", 100 * first);
-  out += fmt::format(
-      "hit: cached / prompt tokens as reported; theo: best prefix-cache hit rate possible on the "
-      "prompts sent; "
-      "TTFT, TPOT in ms; $/Mtok: bill per million prompt + completion tokens; @ref: the same "
-      "tokens at {}; "
-      "vs ref: bill / bill at reference; -: unknown{}\n",
-      ref, any_interrupted ? "; *: interrupted (partial results)" : "");
+  t.notes.push_back(fmt::format(
+      "hit: cached / prompt tokens as reported; theo: best prefix-cache hit rate possible on the prompts sent; TTFT, "
+      "TPOT in ms; $/Mtok: bill per million prompt + completion tokens; @ref: the same tokens at {}; vs ref: bill / "
+      "bill at reference; -: unknown{}",
+      ref, any_interrupted ? "; *: interrupted (partial results)" : ""));
+  return t;
+}
+
+std::string compare_table(const std::vector<RunView>& runs) {
+  const CompareCells t = compare_cells(runs);
+  std::vector<std::size_t> width(t.heads.size());
+  for (std::size_t c = 0; c < width.size(); ++c) {
+    width[c] = t.heads[c].size();
+    for (const auto& row : t.rows) width[c] = std::max(width[c], row[c].size());
+  }
+  std::string out;
+  auto emit = [&](const std::vector<std::string>& cells) {
+    std::string line;
+    for (std::size_t c = 0; c < width.size(); ++c) {
+      if (c == 0)
+        line += fmt::format("{:<{}}", cells[c], width[c]);
+      else
+        line += fmt::format("  {:>{}}", cells[c], width[c]);
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    out += line + "\n";
+  };
+  emit(t.heads);
+  if (t.rows.empty()) out += "(no runs)\n";
+  for (const auto& row : t.rows) emit(row);
+  for (const auto& n : t.notes) out += n + "\n";
   return out;
 }
 

@@ -31,6 +31,15 @@ struct RunView {
 /// and what is wrong (missing, not JSON, another schema).
 Result<RunView> read_bench(const std::string& path);
 
+/// The comparison as cells: the column heads, one row per run, and the notes under the table
+/// (what "*" and the reference mean). compare_table and the HTML report both draw it.
+struct CompareCells {
+  std::vector<std::string> heads;
+  std::vector<std::vector<std::string>> rows;
+  std::vector<std::string> notes;
+};
+CompareCells compare_cells(const std::vector<RunView>& runs);
+
 /// A fixed-width table: one row per run (label, requests, ok %, hit rate, theoretical, TTFT p50/p99,
 /// TPOT p50, output tok/s, $/Mtok, bill at reference), a legend line under it.
 std::string compare_table(const std::vector<RunView>& runs);

@@ -46,14 +46,26 @@ std::string reference_render_json(const SlaReport& rep, const Contract& c, const
   doc["window"] = {{"from", c.zone.format_local(w.from_s())},
                    {"to", c.zone.format_local(w.to_s())},
                    {"months", w.months.size()},
-                   {"source", in.window_from_flags ? "flags" : "events"}};
+                   {"source", in.window_from_flags ? "flags" : "events"},
+                   {"as_of", rep.as_of_s == kOpenEnd ? ordered(nullptr) : ordered(c.zone.format_local(rep.as_of_s))}};
+  ordered drills = ordered::array();
+  for (const auto* list : {&in.drills, &in.drills_elsewhere})
+    for (const DrillWindow& d : *list)
+      drills.push_back({{"node", d.node},
+                        {"drill", d.drill},
+                        {"source", d.source},
+                        {"start", c.zone.format_local(d.start_s)},
+                        {"end", d.end_s == kOpenEnd ? ordered(nullptr) : ordered(c.zone.format_local(d.end_s))},
+                        {"excluded", list == &in.drills}});
+  doc["drills"] = drills;
   const Anomalies& a = rep.anomalies;
   doc["input"] = {{"format", in.format},
                   {"path", in.path},
                   {"records", rep.records},
                   {"down_intervals", rep.down_intervals},
                   {"up_intervals", a.up_intervals},
-                  {"open_ended_until", c.zone.format_local(w.to_s())},
+                  {"open_ended_until", c.zone.format_local(std::min(w.to_s(), rep.as_of_s))},
+                  {"closed_by_drill_records", in.closed_by_drills},
                   {"anomalies",
                    {{"malformed", tally(a.malformed)},
                     {"open_ended", tally(a.open_ended)},
@@ -83,6 +95,7 @@ std::string reference_render_json(const SlaReport& rep, const Contract& c, const
                       {"start", c.zone.format_local(m.start_s)},
                       {"end", c.zone.format_local(m.end_s)},
                       {"hours", round_to(hours(m.end_s - m.start_s), 4)},
+                      {"to_date", m.to_date},
                       {"totals",
                        {{"entities", m.entities},
                         {"with_downtime", m.with_downtime},
@@ -216,8 +229,16 @@ TEST(SlaRenderJson, SameBytesAsTheTreeRendering) {
   const SlaReport rep = compute_sla(std::move(*events), c, *w);
   ASSERT_FALSE(rep.cancellations.empty());
   ASSERT_GT(rep.anomalies.unknown_node.count, 0u);
-  const InputInfo info{"csv", "/data/events \"2026\".csv", true};
+  InputInfo info{"csv", "/data/events \"2026\".csv", true};
   EXPECT_EQ(render_json(rep, c, *w, info), reference_render_json(rep, c, *w, info));
+  // With drills listed and an as-of time inside the window.
+  info.drills = {{"t01", "1a2b", "cmaxd db", 1775808000, 1775811600}, {"t02", "ff00", "x/drill.json", 1775808000, kOpenEnd}};
+  info.drills_elsewhere = {{"gpu-9", "0001", "cmaxd db", 1775808000, kOpenEnd}};
+  info.closed_by_drills = 1;
+  auto events2 = parse_events_csv("t03,2026-05-01T00:00:00Z,,down\n", c.zone);
+  ASSERT_TRUE(events2.has_value());
+  const SlaReport rep2 = compute_sla(std::move(*events2), c, *w, 1778000000);
+  EXPECT_EQ(render_json(rep2, c, *w, info), reference_render_json(rep2, c, *w, info));
 }
 
 }  // namespace
