@@ -192,6 +192,7 @@ Result<std::vector<drill::Injected>> inject_on(const DrillFlags& f, const std::s
     std::vector<drill::KmsgLine> lines = {begin_marker(f, node, steps)};
     auto faults = to_kmsg(steps);
     lines.insert(lines.end(), faults.begin(), faults.end());
+    auto devkmsg = drill::DevkmsgGuard::raise();
     if (auto r = drill::inject_kmsg(lines, f.kmsg, t0, done); !r)
       return fail("inject on {}: {} ({} of {} lines written)", node, r.error().message, done.size(), lines.size());
     done.erase(done.begin());  // the marker is no fault line
@@ -223,6 +224,7 @@ Result<std::vector<drill::Injected>> inject_on(const DrillFlags& f, const std::s
 std::string write_end_marker(const DrillFlags& f, const std::string& node, bool local, const std::string& reservation) {
   const drill::KmsgLine end{0, 6, signals::format_drill_end(f.drill_id)};
   if (local) {
+    auto devkmsg = drill::DevkmsgGuard::raise();
     std::vector<drill::Injected> done;
     auto r = drill::inject_kmsg({end}, f.kmsg, Clock::now(), done);
     return r ? "end marker written" : "end marker not written: " + r.error().message;
@@ -366,8 +368,7 @@ int run_drill(const DrillFlags& f0) {
                                      "injected",
                                      f.job, j->state, j->nodes.empty() ? "no node" : fmt::format("{}", fmt::join(j->nodes, ",")), n));
   }
-  if (auto w = drill::devkmsg_ratelimit_warning(steps->size()); !w.empty() && std::any_of(nodes->begin(), nodes->end(), is_local))
-    fmt::print(stderr, "cmax drill: warning: {}\n", w);
+  // printk_devkmsg's rate limit is lifted around each write of the drill's lines (DevkmsgGuard).
 
   const std::string dir = f.out.empty()
                               ? report::default_run_dir(core::format_utc_compact(core::SystemClock().now()) + "-drill")
@@ -522,6 +523,7 @@ int run_drill(const DrillFlags& f0) {
 // The node-side injector srun runs: writes the scenario's lines and prints each as JSON.
 int run_inject(const DrillFlags& f) {
   std::vector<drill::Injected> done;
+  auto devkmsg = drill::DevkmsgGuard::raise();
   if (f.end_marker) {
     auto r = drill::inject_kmsg({{0, 6, signals::format_drill_end(f.drill_id)}}, f.kmsg, Clock::now(), done);
     if (!r) return env_error(r.error().message);

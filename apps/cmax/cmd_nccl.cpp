@@ -520,7 +520,8 @@ int run_sweep(const NcclFlags& f) {
                steps_json.size(), steps.size());
   json scaling;
   int code = analyse_all(runs, *refs, *dir, !f.no_charts, scaling);
-  if ((partial || interrupted) && code == kExitOk) code = kExitPartial;
+  if (partial && code == kExitOk) code = kExitPartial;
+  if (interrupted) code = kExitPartial;  // a verdict on part of a sweep is no verdict on the sweep
   json recipe_json = json::array();
   for (const auto& fi : findings) recipe_json.push_back({{"level", fi.level}, {"variable", fi.variable}, {"message", fi.message}});
   json report{{"schema", "cmax.nccl/1"}, {"sweep", {{"launcher", o.launcher == nccl::Launcher::kSrun ? "srun" : "mpirun"},

@@ -138,11 +138,19 @@ Result<void> Agent::run(std::stop_token stop) {
     probe_threads.emplace_back([this, &entry](std::stop_token st) { probe_loop(entry, st); });
   auto last_flush = Clock::now();
   Result<void> result = ok();
+  backlog_before_usec_ = static_cast<std::uint64_t>(monotonic_seconds() * 1e6);
+  bool caught_up = false;
   while (!stop.stop_requested()) {
-    auto rec = follower->next(options_.poll);
+    auto rec = follower->next(caught_up ? options_.poll : std::chrono::milliseconds(0));
     if (!rec) {
       result = Unexpected<Error>{rec.error()};
       break;
+    }
+    // The backlog is read once nothing more is waiting, or a record from after the start comes.
+    if (!caught_up && (!*rec || (*rec)->usec >= backlog_before_usec_)) {
+      caught_up = true;
+      backlog_before_usec_ = 0;
+      replay_deferred();
     }
     if (*rec) process(**rec);
     stats_.lost = follower->lost();
@@ -233,6 +241,10 @@ void Agent::process(const KmsgRecord& rec) {
   auto drill = drills_.match(options_.node, info.message, now_unix());
   if (drill) {
     ++stats_.drill_lines;
+    if (rec.usec < backlog_before_usec_ && deferred_.size() < 100000) {
+      deferred_.push_back({drill->id, rec.line, rec.seq, rec.from_kernel()});
+      return;
+    }
     if (!drill->live) {
       ++stats_.drill_lines_ended;
       return;
@@ -240,6 +252,21 @@ void Agent::process(const KmsgRecord& rec) {
   }
   handle(*sig, info, rec.line, rec.seq, rec.from_kernel() ? kKernel : kUserspace, rec.from_kernel(), detected,
          drill ? std::string_view(drill->id) : std::string_view());
+}
+
+void Agent::replay_deferred() {
+  std::lock_guard lock(detect_mu_);
+  static const std::string kKernel = "kernel", kUserspace = "userspace";
+  for (const auto& d : deferred_) {
+    if (!drills_.live(options_.node, d.drill, now_unix())) {
+      ++stats_.drill_lines_ended;
+      continue;
+    }
+    auto info = signals::parse_line_prefix(d.line, 1970);
+    if (auto sig = signals::classify(info.message))
+      handle(*sig, info, d.line, d.seq, d.from_kernel ? kKernel : kUserspace, d.from_kernel, Clock::now(), d.drill);
+  }
+  deferred_.clear();
 }
 
 void Agent::handle(const signals::Signal& sig, const signals::LineInfo& info, std::string_view line,

@@ -155,6 +155,16 @@ class Agent {
   std::mutex detect_mu_;  ///< the correlator and the maps below: kmsg and probe threads share them
   std::unique_ptr<signals::Correlator> correlator_;
   signals::DrillTracker drills_;  ///< drill markers seen in the log (with detect_mu_)
+  /// Drill lines read while catching up with the log written before the agent started: judged
+  /// once the backlog is read, when each drill's end marker (which follows its lines) has been seen.
+  struct DeferredDrillLine {
+    std::string drill, line;
+    std::uint64_t seq = 0;
+    bool from_kernel = false;
+  };
+  std::vector<DeferredDrillLine> deferred_;
+  std::uint64_t backlog_before_usec_ = 0;  ///< records stamped before this (the start) are backlog
+  void replay_deferred();
   std::unordered_map<std::size_t, std::int64_t> event_of_;  ///< incident index -> event row
   std::unordered_map<std::size_t, std::uint64_t> repeats_;  ///< incident index -> lines not yet written
   std::unordered_map<std::size_t, bool> acted_;             ///< incident index -> action requested

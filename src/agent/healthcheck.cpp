@@ -27,6 +27,10 @@ Result<HealthReport> check_health(const HealthOptions& options, const signals::C
   HealthReport report;
   signals::Correlator correlator(catalog);
   signals::DrillTracker drills;
+  struct DrillLine {
+    std::string drill, line;
+  };
+  std::vector<DrillLine> deferred;
   const double now_unix = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   std::vector<std::string> source_of;  // incident index -> source
   auto add = [&](const signals::Signal& sig, const signals::LineInfo& info, std::string_view line,
@@ -60,14 +64,23 @@ Result<HealthReport> check_health(const HealthOptions& options, const signals::C
       if (options.act_on == Origins::kernel && !(*rec)->from_kernel()) continue;
       auto sig = signals::classify(info.message);
       if (!sig) continue;
-      // A drill's lines count while the drill runs (the check is what it tests), not after.
-      auto drill = drills.match(options.node, info.message, now_unix);
-      if (drill && !drill->live) {
-        ++report.drill_lines_ended;
+      // A drill's lines count while the drill runs (the check is what it tests), not after; its
+      // end marker comes after its lines, so they are judged once the whole log is read.
+      if (auto drill = drills.match(options.node, info.message, now_unix)) {
+        deferred.push_back({drill->id, std::string((*rec)->line)});
         continue;
       }
-      add(*sig, info, (*rec)->line, kmsg, drill ? std::string_view(drill->id) : std::string_view());
+      add(*sig, info, (*rec)->line, kmsg);
     }
+  }
+
+  for (const auto& d : deferred) {
+    if (!drills.live(options.node, d.drill, now_unix)) {
+      ++report.drill_lines_ended;
+      continue;
+    }
+    auto info = signals::parse_line_prefix(d.line, 1970);
+    if (auto sig = signals::classify(info.message)) add(*sig, info, d.line, "kmsg", d.drill);
   }
 
   for (auto& probe : probes) {

@@ -31,6 +31,34 @@ Result<void> inject_kmsg(const std::vector<KmsgLine>& lines, const std::string& 
   return ok();
 }
 
+DevkmsgGuard DevkmsgGuard::raise(const std::string& sysctl) {
+  DevkmsgGuard g;
+  g.sysctl_ = sysctl;
+  std::ifstream in(sysctl);
+  std::string mode;
+  in >> mode;
+  if (mode != "ratelimit") {
+    g.note_ = mode.empty() ? "printk_devkmsg unreadable: left alone" : "printk_devkmsg is " + mode + ": left alone";
+    return g;
+  }
+  std::ofstream out(sysctl);
+  out << "on\n";
+  out.flush();
+  if (!out) {
+    g.note_ = "printk_devkmsg is ratelimit and could not be set on: lines past 10 per 5 s may be dropped";
+    return g;
+  }
+  g.old_ = mode;
+  g.note_ = "printk_devkmsg was ratelimit: set on for the drill's writes, put back after";
+  return g;
+}
+
+DevkmsgGuard::~DevkmsgGuard() {
+  if (old_.empty()) return;
+  std::ofstream out(sysctl_);
+  out << old_ << "\n";
+}
+
 std::string devkmsg_ratelimit_warning(std::size_t lines, const std::string& sysctl) {
   std::ifstream in(sysctl);
   std::string mode;

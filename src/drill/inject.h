@@ -33,6 +33,28 @@ struct Injected {
 Result<void> inject_kmsg(const std::vector<KmsgLine>& lines, const std::string& kmsg_path,
                          std::chrono::steady_clock::time_point t0, std::vector<Injected>& done);
 
+/// While alive, lets every userspace write to /dev/kmsg through: the kernel drops those past 10
+/// per 5 s when /proc/sys/kernel/printk_devkmsg is "ratelimit" (its default), silently, and a
+/// drill's marker and lines, or two drills close together, pass that. Sets "on" only when the
+/// setting was "ratelimit"; puts the old value back on destruction. Move-only.
+class DevkmsgGuard {
+ public:
+  /// Raises the limit when it is "ratelimit"; `note()` says what was done (for the audit record).
+  static DevkmsgGuard raise(const std::string& sysctl = "/proc/sys/kernel/printk_devkmsg");
+  DevkmsgGuard(DevkmsgGuard&& o) noexcept : sysctl_(std::move(o.sysctl_)), old_(std::move(o.old_)), note_(std::move(o.note_)) {
+    o.old_.clear();
+  }
+  DevkmsgGuard& operator=(DevkmsgGuard&&) = delete;
+  DevkmsgGuard(const DevkmsgGuard&) = delete;
+  ~DevkmsgGuard();
+  /// "printk_devkmsg was ratelimit: set on for the drill, put back after", or why not.
+  const std::string& note() const { return note_; }
+
+ private:
+  DevkmsgGuard() = default;
+  std::string sysctl_, old_, note_;
+};
+
 /// The kernel drops userspace writes to /dev/kmsg past 10 per 5 s unless
 /// /proc/sys/kernel/printk_devkmsg is "on". A warning when `lines` could be dropped, else "".
 std::string devkmsg_ratelimit_warning(std::size_t lines,

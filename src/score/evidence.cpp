@@ -109,12 +109,32 @@ Result<void> add_drill_json(nlohmann::json& doc, Evidence& ev) {
       const char* stage;
       const char* metric;
     };
+    // A node whose detector the rater started (cmaxd or cmax check, unless the drill was told the
+    // provider runs it) says how fast the rater's tool is, not the provider's stack: its detection
+    // and drain are not the provider's to be scored on. Replacement is the scheduler's either way.
+    auto raters = [](const json& n) {
+      auto d = n.find("detector");
+      return d != n.end() && d->is_object() && d->value("owner", json()).is_string() && (*d)["owner"] == "rater";
+    };
+    int by_rater = 0;
+    std::string rater_tool;
+    for (const auto& n : nodes)
+      if (raters(n)) {
+        ++by_rater;
+        rater_tool = n["detector"].value("by", std::string("cmax"));
+      }
+    if (by_rater > 0)
+      ev.warnings.push_back(fmt::format(
+          "drill.json: {} of {} node(s) detected and drained by {}, which the rater started: not the provider's "
+          "stack, so those times are not scored (cmax drill run --provider-runs-cmax when the provider runs it)",
+          by_rater, nodes.size(), rater_tool));
     for (auto [stage, metric] : {Stage{"detected", "drill.detect_s"}, Stage{"drained", "drill.drain_s"},
                                  Stage{"replaced", "drill.replace_s"}}) {
       double worst = -1;
       int measured = 0, never = 0;
       for (const auto& n : nodes) {
         if (!n.contains("stages") || !n["stages"].is_array()) continue;
+        if (raters(n) && std::string_view(stage) != "replaced") continue;
         for (const auto& s : n["stages"]) {
           if (s.value("stage", std::string()) != stage) continue;
           std::string verdict = s.value("verdict", std::string());

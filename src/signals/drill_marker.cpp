@@ -111,6 +111,18 @@ DrillTracker::Open* DrillTracker::find(std::string_view node, std::string_view i
   return nullptr;
 }
 
+const DrillTracker::Open* DrillTracker::find(std::string_view node, std::string_view id) const {
+  for (const auto& o : open_)
+    if (o.node == node && o.id == id) return &o;
+  return nullptr;
+}
+
+bool DrillTracker::live(std::string_view node, std::string_view id, double now_unix) const {
+  const Open* o = find(node, id);
+  if (o == nullptr) return true;
+  return !o->ended && (now_unix <= 0 || o->until_unix <= 0 || now_unix <= o->until_unix);
+}
+
 void DrillTracker::on_marker(std::string_view node, const DrillMarker& mk) {
   if (Open* o = find(node, mk.id)) {
     if (mk.end) o->ended = true;

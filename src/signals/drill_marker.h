@@ -71,6 +71,11 @@ class DrillTracker {
   /// Whether `message`, read on `node` at `now_unix` (wall clock of the line, or of the reader
   /// when the line has none; 0 when unknown), is a drill line.
   std::optional<DrillMatch> match(std::string_view node, std::string_view message, double now_unix);
+  /// Whether drill `id` on `node` is still running at `now_unix` as far as the markers read so far
+  /// say (no end marker, not past its until). A drill whose begin marker was not read is taken
+  /// for live: nothing says it ended. A reader of a whole log asks this at its end, since a
+  /// drill's end marker comes after its lines.
+  bool live(std::string_view node, std::string_view id, double now_unix) const;
   /// Drills seen (begun) so far, in order.
   const std::vector<std::string>& seen() const { return seen_; }
 
@@ -82,6 +87,7 @@ class DrillTracker {
     std::vector<std::uint32_t> pending;  ///< fingerprints not matched yet
   };
   Open* find(std::string_view node, std::string_view id);
+  const Open* find(std::string_view node, std::string_view id) const;
   std::vector<Open> open_;
   std::vector<std::string> seen_;
 };
