@@ -138,18 +138,19 @@ Result<void> Agent::run(std::stop_token stop) {
     probe_threads.emplace_back([this, &entry](std::stop_token st) { probe_loop(entry, st); });
   auto last_flush = Clock::now();
   Result<void> result = ok();
-  backlog_before_usec_ = static_cast<std::uint64_t>(monotonic_seconds() * 1e6);
-  bool caught_up = false;
+  // The backlog (what the ring buffer held at the start) is read once the log has been quiet for
+  // a moment: a record can become readable a little after its writer returned.
+  // On a node whose log never pauses, a record stamped a second after the start ends it as well.
+  catching_up_ = true;
+  const auto started_usec = static_cast<std::uint64_t>(monotonic_seconds() * 1e6);
   while (!stop.stop_requested()) {
-    auto rec = follower->next(caught_up ? options_.poll : std::chrono::milliseconds(0));
+    auto rec = follower->next(catching_up_ ? std::chrono::milliseconds(100) : options_.poll);
     if (!rec) {
       result = Unexpected<Error>{rec.error()};
       break;
     }
-    // The backlog is read once nothing more is waiting, or a record from after the start comes.
-    if (!caught_up && (!*rec || (*rec)->usec >= backlog_before_usec_)) {
-      caught_up = true;
-      backlog_before_usec_ = 0;
+    if (catching_up_ && (!*rec || (*rec)->usec > started_usec + 1000000)) {
+      catching_up_ = false;
       replay_deferred();
     }
     if (*rec) process(**rec);
@@ -241,7 +242,7 @@ void Agent::process(const KmsgRecord& rec) {
   auto drill = drills_.match(options_.node, info.message, now_unix());
   if (drill) {
     ++stats_.drill_lines;
-    if (rec.usec < backlog_before_usec_ && deferred_.size() < 100000) {
+    if (catching_up_ && deferred_.size() < 100000) {
       deferred_.push_back({drill->id, rec.line, rec.seq, rec.from_kernel()});
       return;
     }
@@ -493,3 +494,4 @@ void Agent::execute(const Request& r, std::stop_token stop) {
 }
 
 }  // namespace cmax::agent
+

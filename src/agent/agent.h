@@ -163,7 +163,7 @@ class Agent {
     bool from_kernel = false;
   };
   std::vector<DeferredDrillLine> deferred_;
-  std::uint64_t backlog_before_usec_ = 0;  ///< records stamped before this (the start) are backlog
+  bool catching_up_ = false;  ///< reading what the ring buffer held at the start (kmsg thread only)
   void replay_deferred();
   std::unordered_map<std::size_t, std::int64_t> event_of_;  ///< incident index -> event row
   std::unordered_map<std::size_t, std::uint64_t> repeats_;  ///< incident index -> lines not yet written

@@ -18,6 +18,7 @@
 
 #include "agent/agent.h"
 #include "agent/event_log.h"
+#include "signals/drill_marker.h"
 #include "support/kmsg.h"
 
 namespace cmax::agent {
@@ -40,13 +41,23 @@ class RecordingScheduler final : public sched::Scheduler {
   /// What held_by_cmax answers (the fleet breaker's input); drains add to `pool.held`.
   sched::PoolCount pool{"partition test", 0, 100, false};
 
+  /// What node_state answers: drained (someone else's, or still ours) or in service.
+  std::atomic<bool> drained_now{false};
+  /// false: drains find the node already drained and change nothing.
+  std::atomic<bool> drains_change{true};
+
   Result<sched::NodeState> node_state(std::string_view node) override {
     sched::NodeState s;
     s.name = std::string(node);
+    s.base = "IDLE";
+    s.state = drained_now ? "IDLE+DRAIN" : "IDLE";
+    if (drained_now) s.flags = {"DRAIN"};
     return s;
   }
   Result<sched::Action> drain(std::string_view node, std::string_view reason) override {
-    return record("drain", node, reason);
+    auto r = record("drain", node, reason);
+    if (r) r->changed = drains_change;
+    return r;
   }
   Result<sched::Action> resume(std::string_view node, sched::Force) override { return record("resume", node, ""); }
   Result<sched::Action> reboot(std::string_view node, std::string_view reason) override {
@@ -382,6 +393,115 @@ TEST(FleetBreaker, LimitsByPercentWithAFloorOfOneAndByCount) {
   auto why = fleet_refusal(PoolCount{"partition gpu", 3, 24, false}, 10, 0);
   ASSERT_TRUE(why);
   EXPECT_EQ(*why, "fleet circuit breaker: cmax already holds 3 of 24 nodes in partition gpu (limit 10% of 24 = 2 nodes)");
+}
+
+std::string drill_id() { return fmt::format("{:04x}", std::random_device{}() & 0xffff); }
+
+// A drill's marker and its lines (signals/drill_marker.h) as cmax drill writes them.
+std::vector<std::string> drill_lines(const std::string& id, const std::string& pci, double until_unix) {
+  const std::string xid = fmt::format("NVRM: Xid (PCI:{}): 79, pid=1, name=t, GPU has fallen off the bus.", pci);
+  return {"<6>" + signals::format_drill_begin(id, "xid79", "n1", until_unix, {xid}) + "\n", "<3>" + xid + "\n"};
+}
+
+double unix_now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+TEST(AgentDrills, ALiveDrillIsActedOnAndTheReasonNamesIt) {
+  if (::access("/dev/kmsg", W_OK) != 0) GTEST_SKIP() << "needs root to write /dev/kmsg";
+  DevkmsgUnlimited unlimited;
+  Fixture fx;
+  RecordingScheduler sched;
+  Agent agent(fx.options(), catalog(), *fx.log, sched);
+  std::jthread run([&](std::stop_token st) { EXPECT_TRUE(agent.run(st)); });
+  const std::string id = drill_id(), pci = unique_pci();
+  std::this_thread::sleep_for(100ms);  // past the backlog
+  for (const auto& l : drill_lines(id, pci, unix_now() + 600)) write_kmsg(l);
+  ASSERT_TRUE(eventually([&] { return !sched.calls_about(pci).empty(); }));
+  run.request_stop();
+  run.join();
+  auto calls = sched.calls_about(pci);
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_TRUE(calls[0].reason.ends_with(" [drill " + id + "]")) << calls[0].reason;
+  EXPECT_GE(agent.stats().drill_lines.load(), 1u);
+}
+
+TEST(AgentDrills, AnEndedDrillsLinesAreNotActedOnEvenWhenReadLater) {
+  if (::access("/dev/kmsg", W_OK) != 0) GTEST_SKIP() << "needs root to write /dev/kmsg";
+  DevkmsgUnlimited unlimited;
+  Fixture fx;
+  RecordingScheduler sched;
+  // Written before the agent starts: the backlog holds the drill's begin, its line and its end,
+  // and a second drill that is still running.
+  const std::string ended = drill_id(), running = drill_id(), a = unique_pci(), b = unique_pci();
+  for (const auto& l : drill_lines(ended, a, unix_now() + 600)) write_kmsg(l);
+  write_kmsg("<6>" + signals::format_drill_end(ended) + "\n");
+  for (const auto& l : drill_lines(running, b, unix_now() + 600)) write_kmsg(l);
+  Agent agent(fx.options(), catalog(), *fx.log, sched);
+  std::jthread run([&](std::stop_token st) { EXPECT_TRUE(agent.run(st)); });
+  ASSERT_TRUE(eventually([&] { return !sched.calls_about(b).empty(); })) << "the running drill is acted on";
+  // A tagged line of the ended drill, now: still not acted on.
+  write_kmsg(fmt::format("<3>NVRM: Xid (PCI:{}): 79, pid=1, name=cmaxdrill-{}, GPU has fallen off the bus.\n", a, ended));
+  ASSERT_TRUE(eventually([&] { return agent.stats().drill_lines_ended.load() >= 2; }))
+      << "ended " << agent.stats().drill_lines_ended.load() << " drill lines " << agent.stats().drill_lines.load();
+  run.request_stop();
+  run.join();
+  EXPECT_TRUE(sched.calls_about(a).empty()) << "a drill that ended takes the node out no more";
+}
+
+TEST(AgentBreaker, AnAlreadyDrainedNodeIsUnchangedAndNotCounted) {
+  if (::access("/dev/kmsg", W_OK) != 0) GTEST_SKIP() << "needs root to write /dev/kmsg";
+  Fixture fx;
+  RecordingScheduler sched;
+  sched.drains_change = false;
+  auto o = fx.options();
+  o.breaker_max_actions = 1;
+  Agent agent(o, catalog(), *fx.log, sched);
+  std::jthread run([&](std::stop_token st) { EXPECT_TRUE(agent.run(st)); });
+  const std::string a = unique_pci(), b = unique_pci();
+  write_kmsg(fmt::format("<3>NVRM: Xid (PCI:{}): 79, pid=1, name=t, GPU has fallen off the bus.\n", a));
+  ASSERT_TRUE(eventually([&] {
+    auto last = fx.log->last_action("n1|xid|79|" + a);
+    return last && *last && (*last)->status == "unchanged";
+  }));
+  sched.drains_change = true;
+  write_kmsg(fmt::format("<3>NVRM: Xid (PCI:{}): 79, pid=1, name=t, GPU has fallen off the bus.\n", b));
+  ASSERT_TRUE(eventually([&] {
+    auto last = fx.log->last_action("n1|xid|79|" + b);
+    return last && *last && (*last)->status != "pending";
+  }));
+  run.request_stop();
+  run.join();
+  EXPECT_EQ((*fx.log->last_action("n1|xid|79|" + b))->status, "done") << "the no-op did not use up the breaker";
+}
+
+TEST(AgentResumeWatch, AResumeSomeoneElseMadeIsRecorded) {
+  if (::access("/dev/kmsg", W_OK) != 0) GTEST_SKIP() << "needs root to write /dev/kmsg";
+  Fixture fx;
+  RecordingScheduler sched;
+  auto o = fx.options();
+  o.resume_watch = 50ms;
+  Agent agent(o, catalog(), *fx.log, sched);
+  std::jthread run([&](std::stop_token st) { EXPECT_TRUE(agent.run(st)); });
+  const std::string pci = unique_pci();
+  sched.drained_now = true;  // held, as the drain leaves it
+  write_kmsg(fmt::format("<3>NVRM: Xid (PCI:{}): 79, pid=1, name=t, GPU has fallen off the bus.\n", pci));
+  ASSERT_TRUE(eventually([&] { return !sched.calls_about(pci).empty(); }));
+  std::this_thread::sleep_for(200ms);
+  EXPECT_EQ(agent.stats().resumes_observed.load(), 0u) << "still held: nothing to record";
+  sched.drained_now = false;  // an operator resumed it
+  ASSERT_TRUE(eventually([&] { return agent.stats().resumes_observed.load() == 1; }));
+  std::this_thread::sleep_for(200ms);
+  run.request_stop();
+  run.join();
+  EXPECT_EQ(agent.stats().resumes_observed.load(), 1u) << "recorded once";
+  auto rows = fx.log->actions_for("n1");
+  ASSERT_TRUE(rows);
+  ASSERT_EQ(rows->size(), 1u);
+  EXPECT_EQ((*rows)[0].verb, "resume");
+  EXPECT_EQ((*rows)[0].status, "done");
+  EXPECT_NE((*rows)[0].reason.find("resumed by someone else"), std::string::npos);
+  EXPECT_EQ(sched.resumes(), 0u) << "nothing was asked of the scheduler";
 }
 
 }  // namespace

@@ -275,6 +275,27 @@ TEST(MergeNodes, NotScheduledIsUnverifiedNotFail) {
   EXPECT_EQ(n4->observed, "not_scheduled");
 }
 
+TEST(MergeNodes, QueuedIsUnverifiedAndARunWithNoNodeEvaluatedSaysWhy) {
+  auto outputs = four_nodes();
+  outputs[2].status = NodeStatus::queued;
+  outputs[2].detail = "Slurm would not start the collect job 11 within 5 s (reason: ReqNodeNotAvail)";
+  auto run = merge_nodes(std::move(outputs), floors(), kClock);
+  const auto* n3 = find(run.cluster_findings, "cluster.node.answered@n3");
+  ASSERT_NE(n3, nullptr);
+  EXPECT_EQ(n3->outcome, Outcome::unverified);
+  EXPECT_EQ(n3->observed, "queued");
+  EXPECT_EQ(why_no_node_evaluated(run), "") << "three nodes answered";
+
+  std::vector<NodeOutput> none = {
+      {"n1", NodeStatus::not_scheduled, "", "a job on it is still ending (state completing)", 0},
+      {"n2", NodeStatus::not_scheduled, "", "a job on it is still ending (state completing)", 0},
+      {"n3", NodeStatus::queued, "", "Slurm would not start the collect job 12", 5}};
+  const auto empty = merge_nodes(std::move(none), floors(), kClock);
+  EXPECT_EQ(why_no_node_evaluated(empty),
+            "no node was evaluated, so this run gives no verdict: 2 not_scheduled (n1: a job on it is still ending "
+            "(state completing)); 1 queued (n3: Slurm would not start the collect job 12)");
+}
+
 TEST(MergeNodes, PayloadThatIsNotJsonMakesTheNodeFailed) {
   std::vector<NodeOutput> outputs = {{"n1", NodeStatus::ok, collect_doc("n1", kGoodDriver, false), "", 1},
                                      {"n5", NodeStatus::ok, "cmax: command not found", "", 1}};

@@ -225,5 +225,72 @@ TEST(HtmlPage, SeveralRunsAreRankedSideBySide) {
   EXPECT_EQ(std::count(page.charts.begin(), page.charts.end(), "scorecard"), 3);
 }
 
+
+TEST(HtmlPage, SlaCountsRacksWithDowntimeApartFromExclusionsAndListsDrills) {
+  RunReport r = sample_run();
+  auto v = parse_sla_view(R"({"schema": "cmax.sla/1",
+    "contract": {"name": "trial", "scope": "rack", "availability_target_percent": 99.5, "currency": "USD"},
+    "drills": [{"node": "n1", "drill": "1a2b", "source": "cmaxd db", "start": "2026-12-05T05:24:38Z",
+                "end": "2026-12-05T05:24:40Z", "excluded": true}],
+    "months": [{"month": "2026-03", "totals": {"availability_percent": 99.9, "down_gpu_hours": 6},
+      "entities": [{"name": "r01", "availability_percent": 99.9, "down_gpu_hours": 4, "excluded_gpu_hours": 2},
+                   {"name": "r02", "availability_percent": 99.95, "down_gpu_hours": 2, "excluded_gpu_hours": 0},
+                   {"name": "r03", "availability_percent": 100, "down_gpu_hours": 0, "excluded_gpu_hours": 288},
+                   {"name": "r04", "availability_percent": 100, "down_gpu_hours": 0, "excluded_gpu_hours": 288}]}]})");
+  ASSERT_TRUE(v) << v.error().message;
+  EXPECT_EQ(v->entities_with_downtime, 2u);
+  EXPECT_EQ(v->entities_excluded_only, 2u);
+  r.sla = *v;
+  const auto page = render_page({r}, rubric(), {"t", "v"});
+  EXPECT_NE(page.html.find("2 racks had downtime (2 more only had excluded time"), std::string::npos);
+  EXPECT_NE(page.html.find("drill 1a2b on n1: 2026-12-05T05:24:38Z .. 2026-12-05T05:24:40Z"), std::string::npos);
+  // The calendar's legend lies inside the chart: it sets the width when the months are few.
+  const std::string svg = svg_availability(*v);
+  EXPECT_EQ(cmax::test::xml_problem(svg), "");
+  const auto width = std::stod(svg.substr(svg.find("width=\"") + 7));
+  const auto target = svg.find(">target 99.5%<");
+  ASSERT_NE(target, std::string::npos);
+  const auto x_at = svg.rfind("x=\"", target);
+  const double target_x = std::stod(svg.substr(x_at + 3));
+  EXPECT_LE(target_x + 6.2 * 12, width) << "the legend's last word ends inside the chart";
+}
+
+TEST(HtmlPage, DrillShowsOnlyTheStagesItWaitedForWithTheirWindowAndTheDetector) {
+  RunReport r = sample_run();
+  auto v = parse_drill_view(R"({"schema": "cmax.drill/1", "drill_id": "1a2b", "scenario": "xid79",
+    "nodes": [{"node": "n1", "detector": {"by": "cmaxd", "owner": "rater"}, "stages": [
+      {"stage": "detected", "reached": true, "at_ms": 45.0, "lower_ms": 20.5, "verdict": "ok", "awaited": true},
+      {"stage": "returned", "reached": false, "verdict": "pending", "awaited": false}]}]})");
+  ASSERT_TRUE(v) << v.error().message;
+  r.drill = *v;
+  const auto page = render_page({r}, rubric(), {"t", "v"});
+  EXPECT_EQ(page.html.find("<td>returned</td>"), std::string::npos) << "not awaited: not shown as pending";
+  EXPECT_NE(page.html.find("<td class=\"num\">45.0 ms</td><td class=\"num\">20.5 ms</td>"), std::string::npos);
+  EXPECT_NE(page.html.find("detected by cmaxd, which the rater started"), std::string::npos);
+}
+
+TEST(HtmlPage, EndpointsAsATableAndScoresSideBySideWithHeaders) {
+  RunReport a = sample_run(), b = sample_run();
+  b.label = b.card.label = "run2";
+  loadgen::RunView v;
+  v.label = "provider-a";
+  v.overall.requests = 10;
+  v.overall.succeeded = 10;
+  a.bench = v;
+  v.label = "provider-b";
+  b.bench = v;
+  const auto page = render_page({a, b}, rubric(), {"t", "v"});
+  EXPECT_EQ(page.html.find("<pre class=\"wide\">"), std::string::npos);
+  EXPECT_NE(page.html.find("<table class=\"endpoints\"><tr><th>run</th><th class=\"num\">requests</th>"),
+            std::string::npos);
+  EXPECT_EQ(count(page.html, "<td>provider-"), 2u);
+  EXPECT_NE(page.html.find("<table class=\"by-category\"><tr><th>category</th><th class=\"num\">run1</th><th "
+                           "class=\"num\">run2</th></tr>"),
+            std::string::npos);
+  const auto at = page.html.find("<table class=\"endpoints\">");
+  const auto table = page.html.substr(at, page.html.find("</table>", at) + 8 - at);
+  EXPECT_EQ(cmax::test::xml_problem(table), "") << table;
+}
+
 }  // namespace
 }  // namespace cmax::html

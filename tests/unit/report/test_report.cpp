@@ -10,6 +10,9 @@
 #include "store/run_store.h"
 #include "support/temp_host.h"
 
+#include <filesystem>
+#include <fstream>
+
 using namespace cmax;
 using audit::Outcome;
 
@@ -137,4 +140,20 @@ TEST(RunDir, WritesAllThreeFilesAndReadsBack) {
   auto missing = report::read_run_dir((t.dir() / "nope").string());
   ASSERT_FALSE(missing);
   EXPECT_NE(missing.error().message.find("cmax run"), std::string::npos);
+}
+
+TEST(RunDir, ADirectoryThatHoldsARunIsRefusedOrReplacedWhole) {
+  cmax::test::TempHost t;
+  const std::string dir = (t.dir() / "run").string();
+  ASSERT_TRUE(cmax::report::prepare_run_dir(dir, false)) << "a new directory is fine";
+  ASSERT_TRUE(cmax::report::write_run_dir(sample(), 2, dir));
+  std::ofstream(std::filesystem::path(dir) / "drill.json") << "{}";
+  auto refused = cmax::report::prepare_run_dir(dir, false);
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message.find("already holds a run"), std::string::npos) << refused.error().message;
+  EXPECT_NE(refused.error().message.find("--overwrite"), std::string::npos);
+  ASSERT_TRUE(cmax::report::prepare_run_dir(dir, true));
+  EXPECT_FALSE(std::filesystem::exists(std::filesystem::path(dir) / "results.json"));
+  EXPECT_FALSE(std::filesystem::exists(std::filesystem::path(dir) / "cmax.db")) << "results.json and cmax.db go together";
+  EXPECT_TRUE(std::filesystem::exists(std::filesystem::path(dir) / "drill.json")) << "other stages' documents stay";
 }

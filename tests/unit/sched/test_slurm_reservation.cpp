@@ -210,3 +210,29 @@ TEST(Reservation, MinimalLineAndNullNodes) {
   EXPECT_EQ(r->state, "INACTIVE");
   EXPECT_EQ(r->start_time, "");
 }
+
+TEST(ParseScontrolReservations, EveryReservationOrNone) {
+  auto none = cmax::sched::parse_scontrol_reservations("No reservations in the system\n");
+  ASSERT_TRUE(none) << none.error().message;
+  EXPECT_TRUE(none->empty());
+  auto two = cmax::sched::parse_scontrol_reservations(golden("replace_down.txt") + "\n" + golden("no_flags.txt"));
+  ASSERT_TRUE(two) << two.error().message;
+  ASSERT_EQ(two->size(), 2u);
+  EXPECT_TRUE((*two)[0].has_flag("REPLACE_DOWN"));
+  EXPECT_EQ((*two)[0].users, std::vector<std::string>{"root"});
+  EXPECT_EQ((*two)[0].partition, "batch");
+  EXPECT_TRUE((*two)[0].accounts.empty()) << "(null) is none";
+  EXPECT_FALSE(cmax::sched::parse_scontrol_reservations(golden("replace_down.txt") + "\ngarbage\n"));
+}
+
+TEST(UserMayUse, UsersListsAsSlurmReadsThem) {
+  cmax::sched::Reservation r;
+  r.users = {"alice", "bob"};
+  EXPECT_TRUE(cmax::sched::user_may_use(r, "alice"));
+  EXPECT_FALSE(cmax::sched::user_may_use(r, "root")) << "root is not admitted unless named (seen on 22.05)";
+  r.users = {"-bob"};
+  EXPECT_TRUE(cmax::sched::user_may_use(r, "alice"));
+  EXPECT_FALSE(cmax::sched::user_may_use(r, "bob"));
+  r.users = {};
+  EXPECT_TRUE(cmax::sched::user_may_use(r, "anyone")) << "an Accounts= reservation: Slurm decides";
+}

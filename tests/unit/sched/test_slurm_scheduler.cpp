@@ -165,3 +165,29 @@ TEST_F(FakeSlurm, TheFleetReadStandsInForTheNextDrainsStateReadOnce) {
   ASSERT_TRUE(s.drain("n1", "Xid 79"));  // used once: this one reads
   EXPECT_EQ(file("shows"), "-o show node\n-o show node n1\n");
 }
+
+TEST(EffectiveSlurmConf, TheFlagThenTheEnvironmentAndAMissingFileSaidAtOnce) {
+  cmax::test::TempHost t;
+  const auto conf = (t.dir() / "slurm.conf").string();
+  std::ofstream(conf) << "ClusterName=x\n";
+  ::unsetenv("SLURM_CONF");
+  auto none = cmax::sched::effective_slurm_conf("");
+  ASSERT_TRUE(none);
+  EXPECT_EQ(*none, "") << "Slurm's own default";
+  auto flag = cmax::sched::effective_slurm_conf(conf);
+  ASSERT_TRUE(flag);
+  EXPECT_EQ(*flag, conf);
+  ::setenv("SLURM_CONF", conf.c_str(), 1);
+  auto env = cmax::sched::effective_slurm_conf("");
+  ASSERT_TRUE(env);
+  EXPECT_EQ(*env, conf) << "an exported SLURM_CONF passes to every child";
+  ::setenv("SLURM_CONF", "/nonexistent/slurm.conf", 1);
+  auto missing = cmax::sched::effective_slurm_conf("");
+  ASSERT_FALSE(missing);
+  EXPECT_NE(missing.error().message.find("$SLURM_CONF names /nonexistent/slurm.conf"), std::string::npos)
+      << missing.error().message;
+  auto dir = cmax::sched::effective_slurm_conf(t.dir().string());
+  ASSERT_FALSE(dir);
+  EXPECT_NE(dir.error().message.find("a directory"), std::string::npos) << dir.error().message;
+  ::unsetenv("SLURM_CONF");
+}
