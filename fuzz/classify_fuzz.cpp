@@ -19,6 +19,7 @@
 #include "signals/catalog.h"
 #include "signals/classify.h"
 #include "signals/correlate.h"
+#include "signals/drill_marker.h"
 #include "signals/prefix.h"
 #include "signals/scanner.h"
 #include "signals/source.h"
@@ -80,8 +81,27 @@ AnchorSet anchors_in(std::string_view text) {
   return set;
 }
 
+// A drill marker the parser accepts says the same when written again (its fingerprints aside,
+// which are of lines the fuzzer does not give); a drill tag is a short id inside the message.
+void drill_marker(std::string_view message) {
+  if (auto mk = parse_drill_marker(message)) {
+    check(!mk->id.empty() && mk->id.size() <= 16);
+    if (mk->end) {
+      auto again = parse_drill_marker(format_drill_end(mk->id));
+      check(again && again->end && again->id == mk->id);
+    } else {
+      check(mk->lines.size() <= 64 && !mk->scenario.empty());
+    }
+  }
+  if (auto tag = drill_tag_of(message)) check(!tag->empty() && tag->size() <= 16 && inside(*tag, message));
+  DrillTracker t;
+  if (auto mk = parse_drill_marker(message)) t.on_marker("fuzz", *mk);
+  (void)t.match("fuzz", message, 1e9);
+}
+
 void classify_line(std::string_view line) {
   auto info = parse_line_prefix(line, 2024);
+  drill_marker(info.message);
   auto sig = classify(info.message);
   check(same(classify(info.message, anchors_in(info.message)), sig));  // the least it may be given
   check(same(classify(info.message, anchors_in(line)), sig));          // what the scanner gives

@@ -126,6 +126,24 @@ void slurm(std::string_view s) {
     o.node_timeout = std::chrono::milliseconds(s.size() * 997);
     const auto argv = srun_argv(names, o);
     check(argv.size() >= 4 && argv[0] == "srun" && argv[argv.size() - 4] == "--" && argv.back() == "--frame");
+    // A plan over these nodes with a reservation holding every other one: each node is asked
+    // once or skipped once, and a reservation's group holds only its nodes.
+    cmax::sched::Reservation r;
+    r.name = "fuzz";
+    r.state = "ACTIVE";
+    r.users = {s.size() % 2 ? "root" : "alice"};
+    for (std::size_t i = 0; i < names.size(); i += 2) r.nodes.push_back(names[i]);
+    if (auto plan = plan_srun({*nodes, {r}, s.size() % 3 == 0 ? "fuzz" : "", "root"}, o)) {
+      check(plan->nodes.size() + plan->skipped.size() == names.size());
+      std::size_t grouped = 0;
+      for (const auto& g : plan->groups) {
+        grouped += g.nodes.size();
+        check(!g.nodes.empty() && !g.argv.empty());
+        if (!g.reservation.empty())
+          for (const auto& n : g.nodes) check(r.contains(n));
+      }
+      check(grouped == plan->nodes.size());
+    }
   } else {
     check(!nodes.error().message.empty());
   }
@@ -139,6 +157,9 @@ void slurm(std::string_view s) {
       check(ev->status == NodeStatus::unreachable || ev->status == NodeStatus::failed);
     }
     (void)is_fatal_srun_error(line);
+    (void)is_reservation_refusal(line);
+    if (auto job = parse_srun_queued(line)) check(!job->empty() && job->find_first_not_of("0123456789_+") == std::string::npos);
+    if (auto why = parse_srun_unavailable(line)) check(!why->empty() && line.find(*why) != std::string_view::npos);
     if (nl == std::string_view::npos) break;
     at = nl + 1;
   }

@@ -10,6 +10,7 @@
 
 #include "sla/compute.h"
 #include "sla/contract.h"
+#include "sla/drills.h"
 #include "sla/parse.h"
 #include "sla/timestamp.h"
 
@@ -54,5 +55,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (auto s = cmax::sla::parse_events_csv(in, utc)) check_set(*s);
   if (auto s = cmax::sla::parse_events_json(in, utc)) check_set(*s);
   if (auto s = cmax::sla::parse_sacctmgr_events(in, utc)) check_set(*s);
+  // Drill records and the drill a reason names.
+  if (auto w = cmax::sla::drill_windows_from_report(in, "fuzz"))
+    for (const auto& d : *w) check(!d.node.empty() && d.end_s >= d.start_s);
+  const auto drill = cmax::sla::drill_of_reason(in);
+  check(drill.size() <= 16);
   return 0;
 }

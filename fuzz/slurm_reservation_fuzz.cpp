@@ -41,6 +41,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     check(!j->id.empty() && !j->state.empty() && j->restarts >= 0);
     check_names(j->nodes);
   }
+  if (auto all = cmax::sched::parse_scontrol_reservations(in)) {
+    for (const auto& r : *all) {
+      check(!r.name.empty() && !r.state.empty());
+      check_names(r.nodes);
+      (void)cmax::sched::user_may_use(r, "root");
+    }
+  }
   if (auto names = cmax::sched::expand_hostlist(in)) check_names(*names);
   return 0;
 }
