@@ -4,6 +4,8 @@
 #include <charconv>
 #include <limits>
 
+#include "nccl/sweep_plan.h"
+
 namespace cmax::collbench {
 namespace {
 
@@ -144,37 +146,10 @@ double bus_factor(Op op, int nranks) {
 }
 
 std::optional<std::size_t> parse_size(std::string_view text) {
-  std::size_t value = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc{} || end == text.data()) return std::nullopt;
-  std::string_view rest(end, static_cast<std::size_t>(text.data() + text.size() - end));
-  int shift = 0;
-  if (rest.size() == 1) {
-    switch (rest[0]) {
-      case 'K':
-      case 'k':
-        shift = 10;
-        break;
-      case 'M':
-      case 'm':
-        shift = 20;
-        break;
-      case 'G':
-      case 'g':
-        shift = 30;
-        break;
-      case 'T':
-      case 't':
-        shift = 40;
-        break;
-      default:
-        return std::nullopt;
-    }
-  } else if (!rest.empty()) {
-    return std::nullopt;
-  }
-  if (value > (std::numeric_limits<std::size_t>::max() >> shift)) return std::nullopt;
-  return value << shift;
+  // One reading of nccl-tests' sizes for the sweep that plans these runs and for the bench itself.
+  auto v = nccl::parse_size_bytes(text);
+  if (!v || *v > std::numeric_limits<std::size_t>::max()) return std::nullopt;
+  return static_cast<std::size_t>(*v);
 }
 
 std::vector<std::size_t> sweep_sizes(std::size_t min_bytes, std::size_t max_bytes,
