@@ -300,13 +300,23 @@ int run_drill(const DrillFlags& f0) {
     return f.inject == "local" || (f.inject == "auto" && (node == here || f.kubernetes()));
   };
 
+  {
+    // The drill is over, for detectors reading the marker, once every awaited stage has timed out.
+    long long total = static_cast<long long>(f.detect_timeout_s) + f.drain_timeout_s;
+    if (!f.reservation.empty() || !f.partition.empty() || !f.job.empty()) total += f.replace_timeout_s;
+    if (f.wait_return) total += f.return_timeout_s;
+    f.until_unix = unix_now() + static_cast<double>(total) + 60;
+  }
   // The plan, always; without --yes it is all that happens.
   if (!f.yes || !f.json) {
     fmt::print("drill {} ({}): {} on {}{}\n", f.drill_id, scenario->id, scenario->title, fmt::join(*nodes, ", "),
                f.yes ? "" : " -- plan only; add --yes to inject");
-    for (const auto& n : *nodes)
+    for (const auto& n : *nodes) {
+      // The marker first: readers of the log tell the drill's lines from a real fault by it.
+      fmt::print("  {} +0 ms <6> {}  (marker)\n", n, begin_marker(f, n, *steps).text);
       for (const auto& s : *steps)
         fmt::print("  {} +{} ms <{}> {}  ({})\n", n, s.after_ms, s.level, s.line, is_local(n) ? "local /dev/kmsg" : "srun");
+    }
     std::vector<std::string> replaced_by;
     if (!f.reservation.empty()) replaced_by.push_back("a spare joins reservation " + f.reservation);
     if (!f.partition.empty()) replaced_by.push_back("a node joins partition " + f.partition);
@@ -386,13 +396,6 @@ int run_drill(const DrillFlags& f0) {
   drill::StageTimeouts timeouts{std::chrono::seconds(f.detect_timeout_s), std::chrono::seconds(f.drain_timeout_s),
                                 std::chrono::seconds(f.replace_timeout_s), std::chrono::seconds(f.return_timeout_s)};
 
-  {
-    // The drill is over, for detectors reading the marker, once every awaited stage has timed out.
-    auto total = timeouts.detected + timeouts.drained;
-    if (!f.reservation.empty() || !f.partition.empty() || !f.job.empty()) total += timeouts.replaced;
-    if (f.wait_return) total += timeouts.returned;
-    f.until_unix = unix_now() + std::chrono::duration<double>(total).count() + 60;
-  }
   json held_before = json::array();
   for (const auto& r : reservations)
     if (r.state == "ACTIVE" && std::any_of(nodes->begin(), nodes->end(), [&](const std::string& n) { return r.contains(n); }))
