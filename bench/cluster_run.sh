@@ -4,6 +4,9 @@
 #   anchor   srun -N4 --ntasks-per-node=1 true        (the scheduler's own fan-out, nothing run)
 #   cmax     cmax run --harness slurm --json          (audit + kernel-log scan on every node, merged)
 # and on this node: `cmax collect` (audit + scan, framed) beside `cmax audit --json` (audit alone).
+# Then with n1 and n2 in a REPLACE_DOWN reservation, as a trial cluster has it (issue 22):
+#   anchor   srun -N2 --reservation=bench true & srun -w n3,n4 true   (the two sruns a plan needs)
+#   cmax     cmax run --harness slurm --json          (reservations read, two sruns side by side)
 # Prints medians and ratios. Goals: cmax run over four nodes < 5 s; cmax collect < 1 s.
 # Usage: bench/cluster_run.sh [BUILD=build] [REPS=7]   (root; slurm-wlm and munge installed)
 set -euo pipefail
@@ -69,7 +72,18 @@ for r in $(seq "$reps"); do
   t=$(now); "$cmax" collect --frame >/dev/null; since "$t" >>"$D/collect"
   t=$(now); "$cmax" audit --json >/dev/null || true; since "$t" >>"$D/audit"
 done
+scontrol create reservation ReservationName=bench StartTime=now Duration=60 Users=root NodeCnt=2 Flags=REPLACE_DOWN >/dev/null
+: >"$D/ranchor" >"$D/rrun"
+for r in $(seq "$reps"); do
+  t=$(now); srun -N2 --reservation=bench true & srun -N2 -w n3,n4 true; wait; since "$t" >>"$D/ranchor"
+  t=$(now); "$cmax" run --harness slurm --out "$D/rrun$r" --json >"$D/run.json" || [[ $? -le 2 ]]
+  since "$t" >>"$D/rrun"
+  ok=$(python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); print(sum(n["status"]=="ok" for n in j["nodes"]))' "$D/run.json")
+  [[ "$ok" == 4 ]] || { echo "reserved run $r: only $ok of 4 nodes answered" >&2; exit 1; }
+done
 a=$(median <"$D/anchor"); c=$(median <"$D/run"); k=$(median <"$D/collect"); u=$(median <"$D/audit")
+ra=$(median <"$D/ranchor"); rc=$(median <"$D/rrun")
 printf "cmax run --harness slurm, 4 nodes: median %.3f s (goal < 5 s) | srun -N4 true: %.3f s | ratio %.1fx\n" "$c" "$a" "$(ratio "$c" "$a")"
 printf "cmax collect (audit + scan): median %.3f s (goal < 1 s) | cmax audit --json: %.3f s | ratio %.2fx\n" "$k" "$u" "$(ratio "$k" "$u")"
-echo "runs: $reps each; all runs: cmax run $(tr '\n' ' ' <"$D/run")"
+printf "cmax run, n1-n2 in a reservation: median %.3f s | the two sruns: %.3f s | ratio %.1fx\n" "$rc" "$ra" "$(ratio "$rc" "$ra")"
+echo "runs: $reps each; all runs: cmax run $(tr '\n' ' ' <"$D/run"); reserved $(tr '\n' ' ' <"$D/rrun")"
