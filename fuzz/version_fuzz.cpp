@@ -1,5 +1,6 @@
 // libFuzzer target: the version parser and both orderings. Invariants checked on every input:
-// compare(a, a) == 0, antisymmetry, train membership implies parts prefix, no crash on any bytes.
+// compare(a, a) == 0, antisymmetry, train membership implies parts prefix, a package's upstream
+// carries no epoch and orders antisymmetrically, no crash on any bytes.
 
 #include <cstddef>
 #include <cstdint>
@@ -37,6 +38,17 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     int ba = cmax::core::compare_versions(*vb, *va);
     check(sign(ab) == -sign(ba));
     (void)cmax::core::in_train(*va, *vb);
+  }
+  // A package's upstream: no epoch, a text inside the input, and the same order as dpkg's
+  // between two packages of one epoch and one revision.
+  const auto pa = cmax::core::split_package_version(a);
+  check(pa.upstream.size() <= a.size() && pa.revision.size() <= a.size());
+  if (auto ua = cmax::core::parse_package_upstream(a)) {
+    check(ua->epoch == 0);
+    check(cmax::core::compare_versions(*ua, *ua) == 0);
+    if (auto ub = cmax::core::parse_package_upstream(b)) {
+      check(sign(cmax::core::compare_versions(*ua, *ub)) == -sign(cmax::core::compare_versions(*ub, *ua)));
+    }
   }
   check(cmax::core::dpkg_compare(a, a) == 0);
   check(sign(cmax::core::dpkg_compare(a, b)) == -sign(cmax::core::dpkg_compare(b, a)));

@@ -83,6 +83,14 @@ Result<Floors> parse_floors(std::string_view json_text, std::string origin) {
       cf.kind = str(c, "kind");
       cf.source = str(c, "source");
       cf.date = str(c, "date");
+      if (c.contains("distros") && c["distros"].is_object()) {
+        for (const auto& [name, ver] : c["distros"].items()) {
+          if (!ver.is_string() || ver.get<std::string>().empty())
+            return fail("{}: distros.{} must be a package version string", where, name);
+          cf.distros[name] = ver.get<std::string>();
+        }
+        cf.distros_source = str(c, "distros_source");
+      }
       if (c.contains("trains") && c["trains"].is_array()) {
         for (const auto& t : c["trains"]) {
           auto train = version_field(t, "train", where);

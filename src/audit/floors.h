@@ -36,6 +36,11 @@ struct ComponentFloor {
   std::vector<CveRef> cves;
   std::string source;
   std::string date;
+  /// A distro's own package in which its security tracker says the floor's fixes were backported:
+  /// "debian-12" -> "1.1.5+ds1-1+deb12u3" (dpkg order). Where one exists for the host's distro the
+  /// package is judged against it; elsewhere the upstream release the package carries is.
+  std::map<std::string, std::string> distros;
+  std::string distros_source;  ///< the tracker that says so
 };
 
 struct KernelCve {

@@ -197,6 +197,45 @@ bool in_train(const Version& v, const Version& train) {
   return std::equal(train.parts.begin(), train.parts.end(), v.parts.begin());
 }
 
+PackageVersion split_package_version(std::string_view text) {
+  PackageVersion out;
+  std::string_view v = trim(text);
+  if (auto colon = v.find(':'); colon != std::string_view::npos) {
+    if (auto e = parse_uint(v.substr(0, colon))) {
+      out.epoch = *e;
+      v.remove_prefix(colon + 1);
+    }
+  }
+  std::string_view upstream = v, revision;
+  if (auto dash = v.rfind('-'); dash != std::string_view::npos) {
+    revision = v.substr(dash + 1);
+    upstream = v.substr(0, dash);
+    // "1.4.0-rc.3", "2.0-beta1": a pre-release of the upstream release, not a packager's revision.
+    std::string_view probe = revision;
+    PreTag tag;
+    std::uint64_t number = 0;
+    if (!probe.empty() && is_alpha(probe[0]) && read_pre(probe, tag, number) &&
+        (probe.empty() || probe[0] == '.' || is_digit(probe[0]))) {
+      upstream = v;
+      revision = {};
+    }
+  }
+  out.upstream = std::string(upstream);
+  out.revision = std::string(revision);
+  return out;
+}
+
+Result<Version> parse_package_upstream(std::string_view text) {
+  const PackageVersion p = split_package_version(text);
+  // A second colon would read as another epoch: no release numbering has one.
+  if (p.upstream.find(':') != std::string::npos)
+    return fail("not a package version: '{}' has a colon after its epoch", clip(trim(text), 60));
+  auto v = parse_version(p.upstream);
+  if (!v) return fail("not a package version: '{}': {}", clip(trim(text), 60), v.error().message);
+  v->text = std::string(trim(text));
+  return v;
+}
+
 int dpkg_compare(std::string_view a, std::string_view b) {
   DpkgParts x = split_dpkg(a), y = split_dpkg(b);
   if (x.epoch != y.epoch) return x.epoch < y.epoch ? -1 : 1;

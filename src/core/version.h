@@ -42,6 +42,23 @@ int compare_versions(const Version& a, const Version& b);
 /// train "1.17" holds 1.17.3 but not 1.1.7.
 bool in_train(const Version& v, const Version& train);
 
+/// A distro package version as dpkg and rpm split it: [epoch:]upstream[-revision]. The epoch and
+/// the revision belong to the packager; the upstream part is the release the package carries.
+struct PackageVersion {
+  std::uint64_t epoch = 0;
+  std::string upstream;  ///< "24.0.7" of "5:24.0.7-1~ubuntu.22.04~jammy"
+  std::string revision;  ///< "1~ubuntu.22.04~jammy"; empty when none
+};
+
+/// Splits a package version at its epoch colon and its last hyphen. A last segment that is a
+/// pre-release ("1.4.0-rc.3", "2.0-beta1") belongs to the upstream version, not the revision.
+PackageVersion split_package_version(std::string_view text);
+
+/// The upstream release a distro package carries, parsed: "5:24.0.7-1~ubuntu.22.04~jammy" ->
+/// 24.0.7, "1.1.5+ds1-1+deb12u1" -> 1.1.5+ds1, "1:1.17.8~rc1-1" -> 1.17.8~rc1. What an upstream
+/// version floor is compared with: the packager's epoch would otherwise outrank every release.
+Result<Version> parse_package_upstream(std::string_view text);
+
 /// dpkg's ordering of whole package versions ([epoch:]upstream[-revision]), exactly as
 /// `dpkg --compare-versions` does it. <0, 0 or >0.
 int dpkg_compare(std::string_view a, std::string_view b);

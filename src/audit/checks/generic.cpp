@@ -105,7 +105,10 @@ Verdict pred_version_floor(const CheckContext& ctx, const Check& check) {
   const Fact* fact = ctx.facts.find(check.fact);
   if (!fact || fact->status != FactStatus::present)
     return verdict(Outcome::unverified, {}, {}, fmt::format("{} was not collected", check.fact));
-  auto version = core::parse_version(fact->value);
+  // A distro package's epoch and revision are its packager's: the release it carries is what an
+  // upstream floor is compared with ("5:24.0.7-1~ubuntu.22.04~jammy" is Docker 24.0.7).
+  const bool distro = fact->detail == "distro package";
+  auto version = distro ? core::parse_package_upstream(fact->value) : core::parse_version(fact->value);
   if (!version)
     return verdict(Outcome::unverified, fact->value, {},
                    fmt::format("cannot compare '{}' from {}: {}", core::clip(fact->value, 60), fact->source,
@@ -119,38 +122,52 @@ Verdict pred_version_floor(const CheckContext& ctx, const Check& check) {
   v.observed = fact->value;
   v.cves = fv.cves;
   if (!floor->source.empty()) v.links.push_back(floor->source);
-  bool distro = fact->detail == "distro package";
+  const std::string upstream = distro ? fmt::format(" (upstream {})", core::split_package_version(fact->value).upstream)
+                                      : std::string();
+  // The distro's own fixed package, where its tracker says the fixes were backported.
+  const std::string distro_name(ctx.facts.value_or("os.distro"));
+  const auto backport = distro && !distro_name.empty() ? floor->distros.find(distro_name) : floor->distros.end();
+  if (fv.status != FloorVerdict::Status::ok && backport != floor->distros.end()) {
+    if (!floor->distros_source.empty()) v.links.push_back(floor->distros_source);
+    v.expected = fmt::format(">= {} ({}'s fixed package)", backport->second, distro_name);
+    if (core::dpkg_compare(fact->value, backport->second) >= 0) {
+      v.outcome = Outcome::warn;
+      v.reason = fmt::format(
+          "{}{} is below the upstream floor {}, but {}'s tracker says the fixes are backported to {}: patched by "
+          "the distro, on an upstream release that receives no fixes of its own",
+          fact->value, upstream, fv.floor.empty() ? fv.supported : fv.floor, distro_name, backport->second);
+    } else {
+      v.outcome = Outcome::fail;
+      v.reason = fmt::format("{} is below {}'s fixed package {}{}", fact->value, distro_name, backport->second,
+                             fv.cves.empty() ? std::string() : fmt::format(" ({})", fmt::join(fv.cves, ", ")));
+    }
+    return v;
+  }
+  const std::string no_backport =
+      distro ? fmt::format("; no fix backported to this package is recorded for {} (the floors file's 'distros'), so "
+                           "it counts as unpatched",
+                           distro_name.empty() ? std::string("this distro") : distro_name)
+             : std::string();
   switch (fv.status) {
     case FloorVerdict::Status::ok:
       v.outcome = Outcome::pass;
       v.expected = fv.floor.empty() ? "a supported release" : fmt::format(">= {}", fv.floor);
       v.cves.clear();
       if (!fv.train.empty()) v.reason = fmt::format("train {} floor {}", fv.train, fv.floor);
+      if (distro) v.reason += (v.reason.empty() ? "" : "; ") + fmt::format("{}{}", fact->value, upstream);
       break;
     case FloorVerdict::Status::below:
       v.expected = fmt::format(">= {}", fv.floor);
-      if (distro) {
-        // Distros backport security fixes without changing the upstream version.
-        v.outcome = Outcome::warn;
-        v.reason = fmt::format(
-            "distro package {} is below the upstream floor {}{}; distros backport fixes, so check the "
-            "distro's security tracker for {}",
-            fact->value, fv.floor, fv.train.empty() ? "" : fmt::format(" of train {}", fv.train),
-            fv.cves.empty() ? std::string("these CVEs") : fmt::format("{}", fmt::join(fv.cves, ", ")));
-      } else {
-        v.outcome = Outcome::fail;
-        v.reason = fmt::format("{} is below the floor {}{} ({} {})", fact->value, fv.floor,
-                               fv.train.empty() ? "" : fmt::format(" of train {}", fv.train), floor->kind,
-                               floor->date);
-      }
+      v.outcome = Outcome::fail;
+      v.reason = fmt::format("{}{} is below the floor {}{} ({} {}){}", fact->value, upstream, fv.floor,
+                             fv.train.empty() ? "" : fmt::format(" of train {}", fv.train), floor->kind, floor->date,
+                             no_backport);
       break;
     case FloorVerdict::Status::unsupported_train:
-      v.outcome = distro ? Outcome::warn : Outcome::fail;
+      v.outcome = Outcome::fail;
       v.expected = fmt::format("a supported train ({})", fv.supported);
-      v.reason = fmt::format("{} is on a train with no security fixes listed; supported trains: {}", fact->value,
-                             fv.supported);
-      if (distro)
-        v.reason += "; this is a distro package and distros backport fixes, so check the distro's security tracker";
+      v.reason = fmt::format("{}{} is on a train with no security fixes listed; supported trains: {}{}", fact->value,
+                             upstream, fv.supported, no_backport);
       break;
   }
   return v;

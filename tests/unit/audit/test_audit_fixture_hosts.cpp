@@ -124,7 +124,7 @@ TEST(AuditFixtureHosts, NeglectedGpuNode) {
   t.write("/lib/modules/5.15.0-105-generic/modules.dep", "");
   auto r = audit_of(t);
   EXPECT_EQ(r["security.nvidia_driver.floor"], Outcome::fail);  // R550 left NVIDIA's bulletins
-  EXPECT_EQ(r["security.munge.floor"], Outcome::warn);          // a distro package below the floor
+  EXPECT_EQ(r["security.munge.floor"], Outcome::fail);  // a distro package below the floor, no fix on record
   EXPECT_EQ(r["security.aslr"], Outcome::fail);
   EXPECT_EQ(r["lifecycle.cuda.floor"], Outcome::fail);
   EXPECT_EQ(r["lifecycle.kernel.reboot_pending"], Outcome::warn);

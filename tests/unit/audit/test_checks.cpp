@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include "audit/floors.h"
+#include "core/clock.h"
+
 #include <set>
 
 #include "audit/audit.h"
@@ -67,10 +70,13 @@ TEST(SecurityChecks, ToolFloorsAndDistroBackports) {
   EXPECT_EQ(outcome("security.runc.floor", f), Outcome::fail);  // train 1.1 no longer supported
   f.present("tool.runc.version", "1.3.6", "runc --version");
   EXPECT_EQ(outcome("security.runc.floor", f), Outcome::pass);
+  // A distro package with no backported fix on record is judged by the upstream release it
+  // carries (1.1.5), and fails: a below-floor package is never a pass by default.
   f.present("tool.runc.version", "1.1.5+ds1-1+deb12u1", "dpkg: runc", "distro package");
   auto distro = run_check_by_id("security.runc.floor", f);
-  EXPECT_EQ(distro.outcome, Outcome::warn);
-  EXPECT_NE(distro.reason.find("backport"), std::string::npos);
+  EXPECT_EQ(distro.outcome, Outcome::fail);
+  EXPECT_NE(distro.reason.find("(upstream 1.1.5+ds1)"), std::string::npos) << distro.reason;
+  EXPECT_NE(distro.reason.find("no fix backported to this package is recorded"), std::string::npos) << distro.reason;
   f.absent("tool.runc.version", "PATH: runc", "not installed (no runc on PATH)");
   EXPECT_EQ(outcome("security.runc.floor", f), Outcome::not_applicable);
   f.error("tool.runc.version", "runc --version", "timed out after 3000 ms");
@@ -85,6 +91,58 @@ TEST(SecurityChecks, ToolFloorsAndDistroBackports) {
   EXPECT_NE(std::find(munge.cves.begin(), munge.cves.end(), "CVE-2026-25506"), munge.cves.end());
   m.present("tool.munge.version", "0.5.18", "munged --version");
   EXPECT_EQ(outcome("security.munge.floor", m), Outcome::pass);
+}
+
+// The fail-open issue 23 found: a packager's epoch outranked every upstream release, so each of
+// these passed its floor. Each is the release before its floor's fixes, packaged.
+TEST(SecurityChecks, EpochsAndRevisionsNeverPassABelowFloorPackage) {
+  struct Case {
+    const char* check;
+    const char* fact;
+    const char* package;
+    const char* version;
+    const char* upstream;
+  };
+  for (const Case& c : {Case{"security.docker.floor", "tool.docker.version", "docker-ce", "5:24.0.7-1~ubuntu.22.04~jammy", "24.0.7"},
+                        Case{"security.dcgm.floor", "tool.dcgm.version", "datacenter-gpu-manager", "1:3.3.9", "3.3.9"},
+                        Case{"security.runc.floor", "tool.runc.version", "runc", "2:1.1.12", "1.1.12"},
+                        Case{"security.nvidia_container_toolkit.floor", "tool.nvidia_ctk.version",
+                             "nvidia-container-toolkit", "1:1.16.1", "1.16.1"}}) {
+    Facts f;
+    f.present(c.fact, c.version, std::string("dpkg: ") + c.package, "distro package");
+    auto r = run_check_by_id(c.check, f);
+    EXPECT_EQ(r.outcome, Outcome::fail) << c.check << " " << c.version << ": " << r.reason;
+    EXPECT_NE(r.reason.find(std::string("(upstream ") + c.upstream + ")"), std::string::npos) << r.reason;
+    EXPECT_TRUE(r.security) << c.check;
+  }
+}
+
+TEST(SecurityChecks, ADistroFixOnRecordMakesABelowFloorPackageAWarnWithTheReason) {
+  auto floors = cmax::audit::parse_floors(R"({"schema": "cmax.min-versions/1", "updated": "2026-12-01", "components": [
+      {"component": "runc", "kind": "security", "floor": "1.5.0", "date": "2026-06-22",
+       "distros": {"debian-12": "1.1.5+ds1-1+deb12u3"},
+       "distros_source": "https://security-tracker.debian.org/tracker/source-package/runc"}]})",
+                                          "test");
+  ASSERT_TRUE(floors) << floors.error().message;
+  cmax::core::FixedClock clock(std::chrono::sys_days(std::chrono::year(2026) / 12 / 2));
+  auto judge = [&](std::string_view version, std::string_view distro) {
+    Facts f;
+    f.present("tool.runc.version", std::string(version), "dpkg: runc", "distro package");
+    f.present("os.distro", std::string(distro), "/etc/os-release");
+    for (const auto& c : cmax::audit::all_checks())
+      if (c.id == "security.runc.floor") return cmax::audit::run_check(c, {f, *floors, cmax::audit::kStandalone, clock});
+    return cmax::audit::Finding{};
+  };
+  auto patched = judge("1.1.5+ds1-1+deb12u3", "debian-12");
+  EXPECT_EQ(patched.outcome, Outcome::warn) << patched.reason;
+  EXPECT_NE(patched.reason.find("backported to 1.1.5+ds1-1+deb12u3"), std::string::npos) << patched.reason;
+  auto older = judge("1.1.5+ds1-1+deb12u1", "debian-12");
+  EXPECT_EQ(older.outcome, Outcome::fail) << older.reason;
+  EXPECT_NE(older.reason.find("below debian-12's fixed package"), std::string::npos) << older.reason;
+  auto elsewhere = judge("1.1.5+ds1-1+deb12u3", "ubuntu-22.04");
+  EXPECT_EQ(elsewhere.outcome, Outcome::fail) << "another distro's fix says nothing of this one";
+  auto current = judge("1.5.1-1", "debian-12");
+  EXPECT_EQ(current.outcome, Outcome::pass) << current.reason;
 }
 
 TEST(SecurityChecks, KernelCves) {

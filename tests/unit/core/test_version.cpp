@@ -1,5 +1,10 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <random>
+#include <string>
+#include <vector>
+
 #include "core/version.h"
 
 using cmax::core::compare_versions;
@@ -52,9 +57,90 @@ TEST(Version, DistroRevisionsAndBuildTagsSortAfterTheUpstreamRelease) {
   EXPECT_EQ(cmp("1.17", "1.17.0"), 0);
 }
 
-TEST(Version, EpochsDominate) {
+TEST(Version, EpochsDominateWholePackageVersionsOnly) {
+  // Between two versions of one package dpkg's order holds: the epoch first.
   EXPECT_GT(cmp("1:2.0", "3.0"), 0);
   EXPECT_EQ(parse_version("2:1.0-1")->epoch, 2u);
+  EXPECT_GT(dpkg_compare("1:2.0-1", "3.0-1"), 0);
+}
+
+// The release a package carries, for an upstream floor (issue 23: the epoch made every one of
+// these pass a floor above it).
+TEST(PackageUpstream, EpochAndRevisionBelongToThePackager) {
+  struct Case {
+    const char* package;
+    const char* upstream;
+    const char* revision;
+    std::uint64_t epoch;
+  };
+  for (const Case& c : {Case{"5:24.0.7-1~ubuntu.22.04~jammy", "24.0.7", "1~ubuntu.22.04~jammy", 5},
+                        Case{"1:3.3.9", "3.3.9", "", 1},
+                        Case{"2:1.1.12", "1.1.12", "", 2},
+                        Case{"1:1.16.1", "1.16.1", "", 1},
+                        Case{"1.1.5+ds1-1+deb12u1", "1.1.5+ds1", "1+deb12u1", 0},
+                        Case{"1.17.8~rc1-1", "1.17.8~rc1", "1", 0},
+                        Case{"1.4.0-rc.3", "1.4.0-rc.3", "", 0},   // a pre-release, not a revision
+                        Case{"2:2.0-beta1", "2.0-beta1", "", 2},
+                        Case{"24.0.7-1.el9", "24.0.7", "1.el9", 0},   // rpm: version-release
+                        Case{"0.5.14-6", "0.5.14", "6", 0},
+                        Case{"6.8.0-1015-nvidia", "6.8.0-1015", "nvidia", 0}}) {
+    auto p = cmax::core::split_package_version(c.package);
+    EXPECT_EQ(p.upstream, c.upstream) << c.package;
+    EXPECT_EQ(p.revision, c.revision) << c.package;
+    EXPECT_EQ(p.epoch, c.epoch) << c.package;
+  }
+  auto docker = cmax::core::parse_package_upstream("5:24.0.7-1~ubuntu.22.04~jammy");
+  ASSERT_TRUE(docker);
+  EXPECT_EQ(docker->epoch, 0u);
+  EXPECT_LT(compare_versions(*docker, *parse_version("29.8.2")), 0) << "Docker 24.0.7 is below 29.8.2";
+  EXPECT_LT(compare_versions(*cmax::core::parse_package_upstream("1:1.17.8~rc1-1"), *parse_version("1.17.8")), 0)
+      << "a release candidate is below its release";
+  EXPECT_EQ(compare_versions(*cmax::core::parse_package_upstream("1.17.8-0ubuntu1"), *parse_version("1.17.8")), 0)
+      << "the revision is not part of the release";
+  EXPECT_GT(compare_versions(*cmax::core::parse_package_upstream("29.8.2+security-3-1"), *parse_version("29.8.2")), 0);
+  EXPECT_FALSE(cmax::core::parse_package_upstream("1:"));
+  EXPECT_FALSE(cmax::core::parse_package_upstream("5:~ubuntu"));
+}
+
+// compare_versions is a total order: antisymmetric, transitive and total over every version the
+// parser accepts, built here from the pieces the field's versions are made of.
+TEST(VersionOrder, IsTotalAntisymmetricAndTransitive) {
+  std::mt19937_64 rng(20261205);
+  const std::vector<std::string> pre = {"", "-rc.1", "-rc2", "~rc1", "rc3", "-beta1", ".alpha2", "-dev", "-pre1"};
+  const std::vector<std::string> suffix = {"", "-1", "-0ubuntu1", "+security-2", "+ds1-1+deb12u1", "~22.04", "-1~bpo12+1",
+                                           "+dfsg", ".el9", "-amd64"};
+  auto make = [&] {
+    std::string v;
+    if (rng() % 5 == 0) v += std::to_string(rng() % 3) + ":";
+    const int parts = 1 + static_cast<int>(rng() % 4);
+    for (int i = 0; i < parts; ++i) v += (i ? "." : "") + std::to_string(rng() % 4);
+    v += pre[rng() % pre.size()];
+    v += suffix[rng() % suffix.size()];
+    return v;
+  };
+  std::vector<cmax::core::Version> vs;
+  while (vs.size() < 300) {
+    auto v = parse_version(make());
+    ASSERT_TRUE(v) << make();
+    vs.push_back(std::move(*v));
+  }
+  for (const auto& a : vs)
+    for (const auto& b : vs) {
+      const int ab = compare_versions(a, b), ba = compare_versions(b, a);
+      ASSERT_EQ(ab, -ba) << a.text << " vs " << b.text;
+      ASSERT_TRUE(ab == -1 || ab == 0 || ab == 1);
+    }
+  for (std::size_t i = 0; i < 20000; ++i) {
+    const auto& a = vs[rng() % vs.size()];
+    const auto& b = vs[rng() % vs.size()];
+    const auto& c = vs[rng() % vs.size()];
+    if (compare_versions(a, b) <= 0 && compare_versions(b, c) <= 0)
+      ASSERT_LE(compare_versions(a, c), 0) << a.text << " <= " << b.text << " <= " << c.text;
+  }
+  // Sorting with it is stable under a second sort (a strict weak order).
+  auto sorted = vs;
+  std::sort(sorted.begin(), sorted.end(), [](const auto& x, const auto& y) { return compare_versions(x, y) < 0; });
+  for (std::size_t i = 1; i < sorted.size(); ++i) EXPECT_LE(compare_versions(sorted[i - 1], sorted[i]), 0);
 }
 
 TEST(Version, KernelReleases) {
