@@ -91,6 +91,13 @@ Result<Floors> parse_floors(std::string_view json_text, std::string origin) {
         }
         cf.distros_source = str(c, "distros_source");
       }
+      if (c.contains("models") && c["models"].is_object()) {
+        for (const auto& [name, ver] : c["models"].items()) {
+          auto v = ver.is_string() ? core::parse_version(ver.get<std::string>()) : Result<core::Version>(fail("not a string"));
+          if (!v) return fail("{}: models.{} must be a version string", where, name);
+          cf.models[name] = std::move(*v);
+        }
+      }
       if (c.contains("trains") && c["trains"].is_array()) {
         for (const auto& t : c["trains"]) {
           auto train = version_field(t, "train", where);

@@ -41,6 +41,9 @@ struct ComponentFloor {
   /// package is judged against it; elsewhere the upstream release the package carries is.
   std::map<std::string, std::string> distros;
   std::string distros_source;  ///< the tracker that says so
+  /// A floor per hardware model where the fix depends on it (ROCm per AMD Instinct model:
+  /// "MI300X" -> 6.4.2). Judged with the model's floor; a model not listed has no floor here.
+  std::map<std::string, core::Version> models;
 };
 
 struct KernelCve {

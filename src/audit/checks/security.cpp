@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <set>
+
 #include "audit/checks/generic.h"
 #include "audit/checks/tables.h"
 #include "core/strings.h"
@@ -56,6 +58,123 @@ Verdict pred_kernel_cves(const CheckContext& ctx, const Check&) {
   return v;
 }
 
+// Every NVIDIA adapter's firmware against the bulletin's CHIP.RELEASE trains: the worst one decides.
+Verdict pred_nic_firmware(const CheckContext& ctx, const Check& check) {
+  const Fact* f = ctx.facts.find("rdma.mlx_fw");
+  if (!f || f->status == FactStatus::absent)
+    return verdict(Outcome::not_applicable, "no ConnectX/BlueField", {},
+                   f ? f->detail : "no NVIDIA (Mellanox) RDMA adapter");
+  if (f->status == FactStatus::error) return verdict(Outcome::unverified, {}, {}, f->detail);
+  const ComponentFloor* floor = ctx.floors.find(check.component);
+  if (!floor) return verdict(Outcome::unverified, f->value, {}, fmt::format("no floor for '{}' in {}", check.component, ctx.floors.origin));
+  std::vector<std::string> bad, unsupported, good, unreadable;
+  std::set<std::string> cves;
+  for (auto item : core::split_any(f->value, " ")) {
+    auto eq = item.find('=');
+    std::string dev(item.substr(0, eq)), fw(eq == std::string_view::npos ? item : item.substr(eq + 1));
+    auto v = core::parse_version(fw);
+    if (!v) {
+      unreadable.push_back(fmt::format("{} '{}'", dev, fw));
+      continue;
+    }
+    auto fv = evaluate_floor(*floor, *v);
+    for (const auto& c : fv.cves) cves.insert(c);
+    switch (fv.status) {
+      case FloorVerdict::Status::ok: good.push_back(fmt::format("{} {}", dev, fw)); break;
+      case FloorVerdict::Status::below: bad.push_back(fmt::format("{} {} < {} (train {})", dev, fw, fv.floor, fv.train)); break;
+      case FloorVerdict::Status::unsupported_train: unsupported.push_back(fmt::format("{} {}", dev, fw)); break;
+    }
+  }
+  Verdict v;
+  v.observed = f->value;
+  v.expected = "every adapter at or above its firmware train's floor";
+  if (!floor->source.empty()) v.links.push_back(floor->source);
+  if (!bad.empty() || !unsupported.empty()) {
+    v.outcome = Outcome::fail;
+    std::vector<std::string> parts;
+    if (!bad.empty()) parts.push_back(fmt::format("below the floor: {}", fmt::join(bad, "; ")));
+    if (!unsupported.empty())
+      parts.push_back(fmt::format("on a release line the bulletin does not list ({} {}): {}", floor->kind, floor->date,
+                                  fmt::join(unsupported, "; ")));
+    v.reason = fmt::format("{}", fmt::join(parts, "; "));
+    v.cves.assign(cves.begin(), cves.end());
+    return v;
+  }
+  if (!unreadable.empty()) {
+    v.outcome = Outcome::unverified;
+    v.reason = fmt::format("cannot compare firmware {}", fmt::join(unreadable, ", "));
+    return v;
+  }
+  v.outcome = Outcome::pass;
+  v.reason = fmt::format("{}", fmt::join(good, ", "));
+  return v;
+}
+
+std::optional<Verdict> guard_amd_gpu(const CheckContext& ctx, const Check& check) {
+  const Fact* n = ctx.facts.find("gpu.amd.count");
+  if (n && n->status == FactStatus::error) return verdict(Outcome::unverified, {}, {}, n->detail);
+  if (!n || n->value == "0") return verdict(Outcome::not_applicable, "no AMD GPU", {}, "no AMD GPU on the PCI bus");
+  const Fact* f = ctx.facts.find(check.fact);
+  if (!f) return verdict(Outcome::unverified, {}, {}, fmt::format("{} was not collected", check.fact));
+  if (f->status == FactStatus::error) return verdict(Outcome::unverified, {}, {}, fmt::format("could not read {}: {}", f->source, f->detail));
+  if (f->status == FactStatus::absent)
+    return verdict(Outcome::unverified, std::string(ctx.facts.value_or("gpu.amd.models")), {},
+                   fmt::format("{}: the fix cannot be judged from here", f->detail));
+  return std::nullopt;
+}
+
+// ROCm per AMD Instinct model: the bulletins fix each model in a different release.
+Verdict pred_rocm(const CheckContext& ctx, const Check& check) {
+  const ComponentFloor* floor = ctx.floors.find(check.component);
+  std::string raw(ctx.facts.value_or(check.fact));
+  std::string ver = raw.substr(0, raw.find('-'));  // "6.4.2-120": the build number is not a pre-release
+  auto v = core::parse_version(ver);
+  if (!v) return verdict(Outcome::unverified, raw, {}, fmt::format("cannot compare ROCm '{}'", raw));
+  if (!floor) return verdict(Outcome::unverified, raw, {}, fmt::format("no floor for '{}' in {}", check.component, ctx.floors.origin));
+  std::vector<std::string> below, judged, unlisted;
+  std::set<std::string> cves;
+  for (auto part : core::split_any(ctx.facts.value_or("gpu.amd.models"), ",")) {
+    auto model = std::string(core::trim(part.substr(0, part.rfind(" x"))));
+    auto it = floor->models.find(model);
+    if (it == floor->models.end()) {
+      unlisted.push_back(model);
+      continue;
+    }
+    judged.push_back(fmt::format("{} >= {}", model, it->second.text));
+    if (core::compare_versions(*v, it->second) < 0) below.push_back(fmt::format("{} needs {}", model, it->second.text));
+  }
+  Verdict out = verdict(Outcome::pass, fmt::format("ROCm {} on {}", raw, ctx.facts.value_or("gpu.amd.models")),
+                        judged.empty() ? std::string("the floor of each Instinct model") : fmt::format("{}", fmt::join(judged, ", ")));
+  if (!floor->source.empty()) out.links.push_back(floor->source);
+  if (!below.empty()) {
+    out.outcome = Outcome::fail;
+    out.reason = fmt::format("ROCm {} is below the fix for {} ({} {})", ver, fmt::join(below, ", "), floor->kind, floor->date);
+    for (const auto& c : floor->cves) out.cves.push_back(c.id);
+  } else if (judged.empty()) {
+    out.outcome = Outcome::not_applicable;
+    out.reason = fmt::format("no ROCm floor is recorded for {}", fmt::join(unlisted, ", "));
+  } else if (!unlisted.empty()) {
+    out.reason = fmt::format("no ROCm floor is recorded for {}", fmt::join(unlisted, ", "));
+  }
+  return out;
+}
+
+// dcgm-exporter's release is the second half of "<DCGM>-<exporter>" (image tag 4.5.3-4.8.2).
+Verdict pred_exporter_floor(const CheckContext& ctx, const Check& check) {
+  const Fact* f = ctx.facts.find(check.fact);
+  std::string value = f->value;
+  std::string upstream = f->detail == "distro package" ? core::split_package_version(value).upstream : value;
+  auto dash = upstream.find('-');
+  if (dash != std::string::npos && core::parse_version(upstream.substr(0, dash)) && core::parse_version(upstream.substr(dash + 1)))
+    upstream = upstream.substr(dash + 1);
+  Facts one;
+  one.present(std::string(check.fact), upstream, f->source);
+  CheckContext sub{one, ctx.floors, ctx.harness, ctx.clock};
+  Verdict v = pred_version_floor(sub, check);
+  v.observed = value;
+  return v;
+}
+
 const Check kChecks[] = {
     {"security.nvidia_driver.floor", Category::security, Severity::version, true, kAnyHarness,
      "GPU driver branch and version at or above the security floor",
@@ -100,6 +219,32 @@ const Check kChecks[] = {
      "Reads `dcgmi --version` (or the package) and compares it with the floor.",
      "Upgrade datacenter-gpu-manager to the floor or newer.", guard_fact, pred_version_floor, "tool.dcgm.version",
      "dcgm", {}, kFloorsDoc},
+    {"security.dcgm_exporter.floor", Category::security, Severity::version, true, kAnyHarness,
+     "dcgm-exporter at or above the security floor", "Security: GPU monitoring exporter patched (NVIDIA bulletin 5857)",
+     "Reads `dcgm-exporter --version` (or its package) and compares the exporter release (the part after the DCGM "
+     "release in \"4.5.3-4.8.2\") with the floor.",
+     "Upgrade dcgm-exporter (image nvcr.io/nvidia/k8s/dcgm-exporter) to the floor or newer.", guard_fact,
+     pred_exporter_floor, "tool.dcgm_exporter.version", "dcgm-exporter", {}, kFloorsDoc},
+    {"security.connectx_firmware.floor", Category::security, Severity::version, true, kAnyHarness,
+     "ConnectX / BlueField firmware at or above the security floor",
+     "Security: NIC firmware patched (NVIDIA networking bulletin)",
+     "Reads fw_ver of every NVIDIA (Mellanox) RDMA adapter in /sys/class/infiniband and compares each with the "
+     "floor of its CHIP.RELEASE train.",
+     "Update the adapters' firmware (mlxfwmanager / mstflint, or the vendor's bundle) to the floor of their train.",
+     guard_rdma, pred_nic_firmware, "rdma.device_count", "connectx-firmware", {}, kFloorsDoc},
+    {"security.amd_gpu_driver.floor", Category::security, Severity::version, true, kAnyHarness,
+     "AMD GPU driver at or above the security floor", "Security: AMD GPU kernel driver patched (AMD-SB-6034)",
+     "Reads the amdgpu module's version (/sys/module/amdgpu/version, set by AMD's amdgpu-dkms) and compares it with "
+     "the floor.",
+     "Install the AMD GPU driver release named in the bulletin (amdgpu-install / amdgpu-dkms) and reboot.",
+     guard_amd_gpu, pred_version_floor, "gpu.amd.driver.version", "amd-gpu-driver", {}, kFloorsDoc},
+    {"security.rocm.floor", Category::security, Severity::version, true, kAnyHarness,
+     "ROCm at or above the security floor of each Instinct model",
+     "Security: ROCm patched per AMD Instinct model (AMD-SB-6024, AMD-SB-6027)",
+     "Reads /opt/rocm/.info/version and compares it with the floor the bulletins give each AMD Instinct model on the "
+     "PCI bus.",
+     "Upgrade ROCm to the release the bulletin names for this model.", guard_amd_gpu, pred_rocm, "rocm.version",
+     "rocm", {}, kFloorsDoc},
     {"security.kernel.cves", Category::security, Severity::version, true, kAnyHarness,
      "Running kernel free of known privilege-escalation CVEs",
      "Security: kernel patched (Dirty Pipe CVE-2022-0847, CVE-2023-0386, CVE-2024-1086)",

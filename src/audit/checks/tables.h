@@ -15,5 +15,9 @@ std::span<const Check> storage_checks();
 std::span<const Check> networking_checks();
 std::span<const Check> reliability_checks();
 std::span<const Check> monitoring_checks();
+std::span<const Check> isolation_checks();
+std::span<const Check> software_checks();
+std::span<const Check> platform_checks();
+std::span<const Check> access_checks();
 
 }  // namespace cmax::audit::checks

@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "audit/facts.h"
+#include "core/result.h"
 #include "core/host.h"
 
 namespace cmax::audit {
@@ -40,6 +41,8 @@ void collect_tools(const CollectContext& ctx, Facts& facts);
 void collect_slurm(const CollectContext& ctx, Facts& facts);
 void collect_network(const CollectContext& ctx, Facts& facts);
 void collect_kernel_log(const CollectContext& ctx, Facts& facts);
+void collect_platform(const CollectContext& ctx, Facts& facts);
+void collect_software(const CollectContext& ctx, Facts& facts);
 
 // Shared helpers for collectors.
 
@@ -65,5 +68,20 @@ void tool_version_fact(const CollectContext& ctx, const Facts& pkgs, Facts& fact
                        std::initializer_list<std::string_view> programs,
                        std::initializer_list<std::string_view> args,
                        std::initializer_list<std::string_view> packages, std::string_view after_word = {});
+
+/// What a command printed: `command` as run, its exit code, stdout and stderr.
+struct ToolRun {
+  std::string command;
+  int exit_code = -1;
+  std::string out, err;
+};
+/// Runs `program` (found as find_tool finds it) with `args` on the live host, bounded by the
+/// command timeout. nullopt when the program is not installed or the host is not live (a host
+/// root's programs are never run); an error when it could not start or timed out.
+std::optional<Result<ToolRun>> run_tool(const CollectContext& ctx, std::string_view program,
+                                        std::initializer_list<std::string_view> args);
+
+/// The first line of `text` that holds `needle` (for evidence), clipped.
+std::string line_with(std::string_view text, std::string_view needle);
 
 }  // namespace cmax::audit

@@ -19,7 +19,7 @@ std::span<const Collector> all_collectors() {
   static const Collector kCollectors[] = {
       {"os", collect_os},           {"sysctl", collect_sysctl},   {"gpu", collect_gpu},
       {"tools", collect_tools},     {"slurm", collect_slurm},     {"network", collect_network},
-      {"kernel_log", collect_kernel_log},
+      {"kernel_log", collect_kernel_log}, {"platform", collect_platform}, {"software", collect_software},
   };
   return kCollectors;
 }
@@ -139,6 +139,34 @@ void tool_version_fact(const CollectContext& ctx, const Facts& pkgs, Facts& fact
     return;
   }
   facts.absent(std::move(key), fmt::format("PATH: {}", names), fmt::format("not installed (no {} on PATH)", names));
+}
+
+std::optional<Result<ToolRun>> run_tool(const CollectContext& ctx, std::string_view program,
+                                        std::initializer_list<std::string_view> args) {
+  if (!ctx.host.is_live()) return std::nullopt;
+  auto path = find_tool(ctx, program);
+  if (!path) return std::nullopt;
+  core::ProcessSpec spec;
+  spec.argv.emplace_back(*path);
+  for (auto a : args) spec.argv.emplace_back(a);
+  spec.timeout = ctx.command_timeout;
+  spec.max_output_bytes = 256 * 1024;
+  ToolRun run;
+  run.command = core::describe_argv(spec.argv);
+  auto r = core::run_process(spec);
+  if (!r) return Result<ToolRun>(fail("run {}: {}", run.command, r.error().message));
+  if (r->timed_out)
+    return Result<ToolRun>(fail("run {}: no answer within {} ms", run.command, ctx.command_timeout.count()));
+  run.exit_code = r->exit_code;
+  run.out = std::move(r->out);
+  run.err = std::move(r->err);
+  return Result<ToolRun>(std::move(run));
+}
+
+std::string line_with(std::string_view text, std::string_view needle) {
+  for (auto line : core::split_lines(text))
+    if (line.find(needle) != std::string_view::npos) return core::clip(core::trim(line), 200);
+  return {};
 }
 
 }  // namespace cmax::audit

@@ -82,11 +82,17 @@ void collect_rdma(const CollectContext& ctx, Facts& facts) {
   std::vector<PortState> ports;
   std::vector<std::string> portless;
   std::map<std::string, int> rates, firmware;  // value -> how many ports / devices: compared across nodes
+  std::vector<std::string> mlx_fw;              // "mlx5_0=28.39.1002": NVIDIA (Mellanox) adapters only
   for (const auto& d : *devices) {
     if (names.size() >= kMaxEntries) break;
     names.push_back(d.name);
-    if (auto fw = read_optional(ctx, fmt::format("{}/{}/fw_ver", kInfiniband, d.name), nullptr, 128))
-      ++firmware[std::string(core::trim(*fw))];
+    if (auto fw = read_optional(ctx, fmt::format("{}/{}/fw_ver", kInfiniband, d.name), nullptr, 128)) {
+      std::string ver(core::trim(*fw));
+      ++firmware[ver];
+      auto vendor = read_optional(ctx, fmt::format("{}/{}/device/vendor", kInfiniband, d.name), nullptr, 64);
+      bool mellanox = vendor ? core::trim(*vendor) == "0x15b3" : d.name.starts_with("mlx5_");
+      if (mellanox) mlx_fw.push_back(fmt::format("{}={}", d.name, ver));
+    }
     std::string dir = fmt::format("{}/{}/ports", kInfiniband, d.name);
     auto list = ctx.host.list_dir(dir);
     if (!list || list->empty()) {
@@ -117,6 +123,10 @@ void collect_rdma(const CollectContext& ctx, Facts& facts) {
   };
   if (!rates.empty()) facts.present("rdma.port_rates", counted(rates), src + "/*/ports/*/rate");
   if (!firmware.empty()) facts.present("rdma.fw_versions", counted(firmware), src + "/*/fw_ver");
+  if (!mlx_fw.empty())
+    facts.present("rdma.mlx_fw", joined(mlx_fw), src + "/*/fw_ver", "devices whose PCI vendor is 0x15b3");
+  else
+    facts.absent("rdma.mlx_fw", src + "/*/device/vendor", "no NVIDIA (Mellanox) ConnectX or BlueField adapter");
 
   std::set<std::string> layers;
   std::vector<std::string> down, unreadable;
