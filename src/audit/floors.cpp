@@ -134,6 +134,9 @@ Result<Floors> parse_floors(std::string_view json_text, std::string origin) {
         if (!v) return fail("{}: fixed '{}': {}", where, f, v.error().message);
         cve.fixed.push_back(std::move(*v));
       }
+      cve.applies = str(k, "applies");
+      if (!cve.applies.empty() && cve.applies != "kvm-host")
+        return fail("{}: applies must be \"kvm-host\" or absent, not '{}'", where, cve.applies);
       if (k.contains("distros") && k["distros"].is_object())
         for (const auto& [name, ver] : k["distros"].items())
           if (ver.is_string()) cve.distros[name] = ver.get<std::string>();
@@ -186,18 +189,61 @@ FloorVerdict evaluate_floor(const ComponentFloor& cf, const core::Version& obser
   return v;
 }
 
+std::string kernel_source_package(std::string_view distro, std::string_view release, std::string_view package_version) {
+  if (!distro.starts_with("ubuntu-")) return {};
+  // "6.8.0-1057-aws": the flavour follows the ABI number.
+  auto dash = release.find('-');
+  if (dash == std::string_view::npos) return "linux";
+  auto rest = release.substr(dash + 1);
+  auto dash2 = rest.find('-');
+  std::string flavour = dash2 == std::string_view::npos ? std::string() : std::string(rest.substr(dash2 + 1));
+  for (std::string_view suffix : {"-64k", "-lpae"})
+    if (flavour.size() > suffix.size() && flavour.ends_with(suffix)) flavour.resize(flavour.size() - suffix.size());
+  std::string source = flavour.empty() || flavour == "generic" ? "linux" : "linux-" + flavour;
+  // A kernel backported from a newer release: "6.8.0-124.124~22.04.1" on jammy is linux-hwe-6.8.
+  auto tilde = package_version.find('~');
+  if (tilde != std::string_view::npos) {
+    auto v = core::parse_version(release);
+    if (v && v->parts.size() >= 2) {
+      std::string series = fmt::format("{}.{}", v->parts[0], v->parts[1]);
+      source = source == "linux" ? "linux-hwe-" + series
+               : source == "linux-lowlatency" ? "linux-lowlatency-hwe-" + series
+                                              : source + "-" + series;
+    }
+  }
+  return source;
+}
+
 KernelCveVerdict evaluate_kernel_cve(const KernelCve& cve, const core::Version& upstream, std::string_view distro,
-                                     std::string_view package_version) {
+                                     std::string_view package_version, std::string_view source) {
   using S = KernelCveVerdict::Status;
   KernelCveVerdict v;
   if (!distro.empty() && !package_version.empty()) {
-    auto it = cve.distros.find(std::string(distro));
+    const bool own = source.empty() || source == "linux";
+    auto it = cve.distros.end();
+    if (!own) it = cve.distros.find(fmt::format("{}/{}", distro, source));
+    if (it == cve.distros.end() && own) it = cve.distros.find(std::string(distro));
     if (it != cve.distros.end()) {
       bool fixed = core::dpkg_compare(package_version, it->second) >= 0;
       v.status = fixed ? S::fixed : S::vulnerable;
-      v.basis = fmt::format("{} kernel package {} {} {}", distro, package_version, fixed ? ">=" : "<", it->second);
+      v.basis = fmt::format("{}{} kernel package {} {} {}", distro, own ? "" : fmt::format(" {}", source),
+                            package_version, fixed ? ">=" : "<", it->second);
       return v;
     }
+    bool distro_known = false;
+    for (const auto& [key, _] : cve.distros)
+      if (key == distro || key.starts_with(fmt::format("{}/", distro))) distro_known = true;
+    if (distro_known && cve.fixed.empty()) {
+      v.status = S::unknown;
+      v.basis = fmt::format("no fix recorded for {} {}", distro, own ? std::string("linux") : std::string(source));
+      return v;
+    }
+  }
+  if (cve.fixed.empty()) {
+    v.status = S::unknown;
+    v.basis = distro.empty() ? std::string("no upstream fix recorded")
+                             : fmt::format("no fix recorded for {} and no upstream fix", distro);
+    return v;
   }
   // Upstream: compare the release's first three numbers with the series' first fix.
   core::Version base = upstream;

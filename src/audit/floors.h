@@ -52,8 +52,12 @@ struct KernelCve {
   std::string severity;
   core::Version introduced;
   std::vector<core::Version> fixed;           ///< first fixed per stable series, ascending
-  std::map<std::string, std::string> distros;  ///< "debian-12" -> fixed package version
+  /// "debian-12" -> fixed package version; "ubuntu-24.04/linux-aws" for a kernel flavour built from
+  /// another source package than the release's own "linux".
+  std::map<std::string, std::string> distros;
   std::string source;
+  /// "" for every kernel; "kvm-host" when only a kernel that runs guests (has /dev/kvm) is at risk.
+  std::string applies;
 };
 
 struct Floors {
@@ -90,8 +94,16 @@ struct KernelCveVerdict {
   std::string basis;  ///< "debian-12 package 6.1.76-1 >= 6.1.76-1" or "upstream 6.6.10 < 6.6.15"
 };
 /// `upstream` is the kernel release ("6.1.0-28-amd64"); `distro` e.g. "debian-12" and
-/// `package_version` the distro kernel package version when known.
+/// `package_version` the distro kernel package version when known; `source` the distro's source
+/// package of this kernel ("linux-aws"; "" or "linux" for the release's own kernel). A fix recorded
+/// for the release's own kernel is never applied to another flavour's version line.
 KernelCveVerdict evaluate_kernel_cve(const KernelCve& cve, const core::Version& upstream,
-                                     std::string_view distro, std::string_view package_version);
+                                     std::string_view distro, std::string_view package_version,
+                                     std::string_view source = {});
+
+/// The Ubuntu source package a running kernel comes from: "6.8.0-1057-aws" -> "linux-aws",
+/// "6.8.0-124-generic" -> "linux", "6.8.0-124-generic" with package "6.8.0-124.124~22.04.1" ->
+/// "linux-hwe-6.8". "" for other distros (their flavours share one source package).
+std::string kernel_source_package(std::string_view distro, std::string_view release, std::string_view package_version);
 
 }  // namespace cmax::audit

@@ -16,6 +16,31 @@ namespace {
 
 constexpr std::string_view kFloorsDoc = "docs/min-versions.md";
 
+// An installed kernel package of the running flavour that fixes every one of `cves`:
+// "linux-image-6.8.0-124-generic 6.8.0-124.124", or "" when none does.
+std::string installed_fix(const CheckContext& ctx, const core::Version& running, const std::string& distro,
+                          const std::vector<std::string>& cves) {
+  std::string_view rel = running.text;
+  auto flavour = rel.substr(rel.rfind('-') == std::string_view::npos ? rel.size() : rel.rfind('-'));
+  for (auto item : core::split_any(ctx.facts.value_or("pkg.kernel_images"), " ")) {
+    auto eq = item.find('=');
+    if (eq == std::string_view::npos) continue;
+    auto name = item.substr(0, eq);
+    auto pkg = item.substr(eq + 1);
+    if (!name.starts_with("linux-image-") || !name.ends_with(flavour)) continue;
+    auto release = core::parse_version(name.substr(12));
+    if (!release || core::compare_versions(*release, running) <= 0) continue;
+    std::string source = kernel_source_package(distro, release->text, pkg);
+    bool all = true;
+    for (const auto& id : cves)
+      for (const auto& cve : ctx.floors.kernel_cves)
+        if (cve.id == id && evaluate_kernel_cve(cve, *release, distro, pkg, source).status != KernelCveVerdict::Status::fixed)
+          all = false;
+    if (all) return fmt::format("{} {}", name, pkg);
+  }
+  return {};
+}
+
 Verdict pred_kernel_cves(const CheckContext& ctx, const Check&) {
   auto release = core::parse_version(ctx.facts.value_or("kernel.release"));
   if (!release)
@@ -31,10 +56,17 @@ Verdict pred_kernel_cves(const CheckContext& ctx, const Check&) {
   Verdict v;
   v.observed = package.empty() ? release->text : fmt::format("{} (package {})", release->text, package);
   v.expected = "no known privilege-escalation CVE";
-  std::vector<std::string> vulnerable, basis;
+  std::string source = kernel_source_package(distro, release->text, package);
+  const bool kvm_host = ctx.facts.is_present("kvm.device");
+  std::vector<std::string> vulnerable, basis, unknown;
   for (const auto& cve : ctx.floors.kernel_cves) {
-    auto kv = evaluate_kernel_cve(cve, upstream, distro, package);
+    if (cve.applies == "kvm-host" && !kvm_host) {
+      basis.push_back(fmt::format("{}: not a KVM host (no /dev/kvm)", cve.id));
+      continue;
+    }
+    auto kv = evaluate_kernel_cve(cve, upstream, distro, package, source);
     basis.push_back(fmt::format("{}: {}", cve.id, kv.basis));
+    if (kv.status == KernelCveVerdict::Status::unknown) unknown.push_back(cve.id);
     if (kv.status == KernelCveVerdict::Status::vulnerable) {
       vulnerable.push_back(cve.id);
       if (!cve.source.empty()) v.links.push_back(cve.source);
@@ -44,6 +76,8 @@ Verdict pred_kernel_cves(const CheckContext& ctx, const Check&) {
   v.reason = fmt::format("{}", fmt::join(basis, "; "));
   if (vulnerable.empty()) {
     v.outcome = Outcome::pass;
+    if (!unknown.empty())
+      v.reason = fmt::format("not judged (no fix recorded for this kernel): {}; {}", fmt::join(unknown, ", "), v.reason);
   } else if (package.empty() && release->suffix.find('-') != std::string::npos) {
     // A distro-built kernel whose package version we could not see may carry backports.
     v.outcome = Outcome::warn;
@@ -52,6 +86,10 @@ Verdict pred_kernel_cves(const CheckContext& ctx, const Check&) {
                            fmt::join(vulnerable, ", "), v.reason);
   } else {
     v.outcome = Outcome::fail;
+    if (auto newer = installed_fix(ctx, *release, distro, vulnerable); !newer.empty())
+      v.reason = fmt::format("the fix is installed but not running: {} is installed, {} is running; reboot into it (a "
+                             "security fail until then); {}",
+                             newer, release->text, v.reason);
   }
   v.evidence_source = "/proc/sys/kernel/osrelease, /proc/version";
   v.evidence_value = std::string(core::clip(ctx.facts.value_or("kernel.version_string"), 200));
