@@ -77,16 +77,14 @@ Verdict pred_virtio_net(const CheckContext& ctx, const Check& check) {
                    "the bulletin covers the BlueField-3 VIRTIO-Net controller; this DPU is not a BlueField-3");
   const Fact* mode = ctx.facts.find("dpu.mode");
   std::string m = mode && mode->status == FactStatus::present ? mode->value : "";
-  if (m == "nic") {
-    Verdict v = verdict(Outcome::warn, "BlueField-3 in NIC mode", "DPU mode with the controller at its floor, or attested",
-                        "NIC mode: no VIRTIO-Net controller runs now, but its firmware is installed and DPU mode is one "
+  if (m == "nic" || m == "separated-host") {
+    Verdict v = verdict(Outcome::warn, fmt::format("BlueField-3 in {} mode", m == "nic" ? "NIC" : "separated-host"),
+                        "DPU mode with the controller at its floor, or attested",
+                        "no VIRTIO-Net controller runs in this mode, but its firmware is installed and DPU mode is one "
                         "mlxconfig setting and a power cycle away (a latent exposure to CVE-2026-65094)");
     v.cves = {"CVE-2026-65094"};
     return v;
   }
-  if (m == "separated-host")
-    return verdict(Outcome::not_applicable, "BlueField-3 in separated-host mode", {},
-                   "separated-host mode: the Arm cores do not own the card and emulate no VIRTIO-Net devices");
   if (ctx.facts.is_present(check.fact)) return pred_version_floor(ctx, check);
   const Fact* vn = ctx.facts.find(check.fact);
   std::string why = m.empty() ? (mode ? mode->detail : std::string("the DPU's mode was not read"))

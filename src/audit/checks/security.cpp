@@ -155,6 +155,8 @@ std::optional<Verdict> guard_amd_gpu(const CheckContext& ctx, const Check& check
   const Fact* f = ctx.facts.find(check.fact);
   if (!f) return verdict(Outcome::unverified, {}, {}, fmt::format("{} was not collected", check.fact));
   if (f->status == FactStatus::error) return verdict(Outcome::unverified, {}, {}, fmt::format("could not read {}: {}", f->source, f->detail));
+  if (f->status == FactStatus::absent && check.id == "security.rocm.floor")
+    return verdict(Outcome::not_applicable, "ROCm not installed", {}, f->detail);
   if (f->status == FactStatus::absent)
     return verdict(Outcome::unverified, std::string(ctx.facts.value_or("gpu.amd.models")), {},
                    fmt::format("{}: the fix cannot be judged from here", f->detail));

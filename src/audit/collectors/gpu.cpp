@@ -46,9 +46,11 @@ std::string model_of(std::span<const AmdModel> table, unsigned device, std::stri
 void collect_pci(const CollectContext& ctx, Facts& facts) {
   auto devices = ctx.host.list_dir("/sys/bus/pci/devices");
   if (!devices) {
-    if (!ctx.host.exists("/sys/bus/pci"))
+    if (!ctx.host.exists("/sys/bus/pci")) {
       facts.present("gpu.nvidia.count", "0", "/sys/bus/pci/devices", "no PCI bus in sysfs");
-    else
+      facts.present("gpu.amd.count", "0", "/sys/bus/pci/devices", "no PCI bus in sysfs");
+      facts.absent("nic.bluefield", "/sys/bus/pci/devices", "no PCI bus in sysfs");
+    } else
       facts.error("gpu.nvidia.count", "/sys/bus/pci/devices", devices.error().message);
     return;
   }

@@ -202,16 +202,55 @@ void collect_smmu(const CollectContext& ctx, Facts& facts) {
     facts.present("smmu.cmdqv", fmt::format("{}", fmt::join(cmdqv, " ")), "/sys/bus/platform/drivers/tegra241*cmdqv");
 }
 
+// AMD's driver release as its package repository names it: "repo.radeon.com/amdgpu/31.40/ubuntu".
+std::string radeon_release(std::string_view text) {
+  constexpr std::string_view kRepo = "repo.radeon.com/amdgpu/";
+  for (auto at = text.find(kRepo); at != std::string_view::npos; at = text.find(kRepo, at + 1)) {
+    auto rest = text.substr(at + kRepo.size());
+    auto end = rest.find_first_not_of("0123456789.");
+    auto rel = rest.substr(0, end);
+    if (!rel.empty() && rel.front() != '.' && rel.find('.') != std::string_view::npos) return std::string(rel);
+  }
+  return {};
+}
+
 void collect_amd(const CollectContext& ctx, Facts& facts) {
-  // The amdgpu module's own version (AMD's out-of-tree amdgpu-dkms sets it; the in-kernel driver
-  // has none, and then the kernel's version is the driver's).
+  // The amdgpu module's own version (AMD's out-of-tree amdgpu-dkms sets it, e.g. 6.12.12; the
+  // in-kernel driver has none). The bulletins name AMD's driver *release* (31.40), which only the
+  // package source says.
   constexpr std::string_view kVersion = "/sys/module/amdgpu/version";
   std::string err;
-  if (auto v = read_optional(ctx, kVersion, &err, 128))
-    facts.present("gpu.amd.driver.version", std::string(core::trim(*v)), std::string(kVersion), "amdgpu-dkms");
+  std::string module;
+  if (auto v = read_optional(ctx, kVersion, &err, 128)) module = std::string(core::trim(*v));
+  std::string release, release_src;
+  for (std::string_view dir : {"/etc/apt/sources.list.d", "/etc/yum.repos.d", "/etc/zypp/repos.d"}) {
+    auto list = ctx.host.list_dir(dir);
+    if (!list) continue;
+    for (const auto& e : *list) {
+      std::string path = fmt::format("{}/{}", dir, e.name);
+      if (auto text = read_optional(ctx, path, nullptr, 64 * 1024); text && release.empty()) {
+        release = radeon_release(*text);
+        if (!release.empty()) release_src = path;
+      }
+    }
+  }
+  if (release.empty())
+    if (auto text = read_optional(ctx, "/etc/apt/sources.list", nullptr, 256 * 1024)) {
+      release = radeon_release(*text);
+      if (!release.empty()) release_src = "/etc/apt/sources.list";
+    }
+  const bool loaded = ctx.host.exists("/sys/module/amdgpu");
+  if (!release.empty())
+    facts.present("gpu.amd.driver.version", release, release_src,
+                  module.empty() ? "AMD GPU driver release" : fmt::format("AMD GPU driver release; amdgpu module {}", module));
   else if (!err.empty())
     facts.error("gpu.amd.driver.version", std::string(kVersion), err);
-  else if (ctx.host.exists("/sys/module/amdgpu"))
+  else if (!module.empty())
+    facts.error("gpu.amd.driver.version", std::string(kVersion),
+                fmt::format("the amdgpu module is {} (amdgpu-dkms), but no repo.radeon.com/amdgpu/<release> package source "
+                            "names the driver release the bulletins use",
+                            module));
+  else if (loaded)
     facts.absent("gpu.amd.driver.version", std::string(kVersion),
                  "amdgpu is loaded without a version: the in-kernel driver, not AMD's amdgpu-dkms");
   else
@@ -266,7 +305,7 @@ void collect_bluefield(const CollectContext& ctx, Facts& facts) {
   }();
   if (first_bf.empty()) {
     facts.absent("dpu.mode", "/sys/bus/pci/devices", "no BlueField DPU");
-  } else if (auto run = run_tool(ctx, "mlxconfig", {"-d", first_bf, "q", "INTERNAL_CPU_MODEL",
+  } else if (auto run = run_tool(ctx, "mlxconfig", {"-e", "-d", first_bf, "q", "INTERNAL_CPU_MODEL",
                                                     "INTERNAL_CPU_OFFLOAD_ENGINE", "INTERNAL_CPU_RSHIM"})) {
     if (!*run) {
       facts.error("dpu.mode", "mlxconfig", run->error().message);

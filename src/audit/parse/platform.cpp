@@ -1,5 +1,6 @@
 #include "audit/parse/platform.h"
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "core/strings.h"
@@ -156,6 +157,8 @@ std::map<std::string, MlxconfigValue, std::less<>> parse_mlxconfig_query(std::st
 
 std::optional<std::string> parse_virtnet_running_version(std::string_view text) {
   auto doc = nlohmann::json::parse(text, nullptr, false);
+  // Some releases print the objects without the enclosing brackets: {...}, {...}
+  if (doc.is_discarded()) doc = nlohmann::json::parse(fmt::format("[{}]", text), nullptr, false);
   if (doc.is_discarded()) return std::nullopt;
   std::optional<std::string> found;
   auto visit = [&](const nlohmann::json& obj) {
