@@ -26,6 +26,9 @@ void add_audit_flags(CLI::App& sub, AuditFlags& f) {
       ->check(CLI::IsMember({"auto", "standalone", "slurm", "kubernetes"}));
   sub.add_option("--command-timeout-ms", f.timeout_ms, "Deadline for each probed command (e.g. runc --version)")
       ->check(CLI::Range(50, 60000));
+  sub.add_option("--enroot-import", f.enroot_import,
+                 "Also run `enroot import` of IMAGE (e.g. docker://ubuntu:24.04) into a temporary file and remove it: "
+                 "the one audit probe that pulls from a registry, so it runs only when asked (live host only)");
   add_render_flags(sub, f);
 }
 
@@ -37,6 +40,7 @@ Result<audit::AuditOptions> to_audit_options(const AuditFlags& f) {
   if (f.harness == "slurm") o.harness = audit::kSlurm;
   if (f.harness == "kubernetes") o.harness = audit::kKubernetes;
   o.command_timeout = std::chrono::milliseconds(f.timeout_ms);
+  if (!f.enroot_import.empty()) o.enroot_import_image = f.enroot_import;
   return o;
 }
 

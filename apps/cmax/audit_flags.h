@@ -21,6 +21,7 @@ struct AuditFlags {
   int verbosity = 0;
   bool no_color = false;
   bool hide_na = false;
+  std::string enroot_import;  ///< image to `enroot import` as a probe (it is pulled); "" = not run
 };
 
 void add_audit_flags(CLI::App& sub, AuditFlags& flags);

@@ -151,7 +151,8 @@ int run(const IsolationState &s) {
     if (o.kube)
       fmt::print(
           "Kubernetes: would ask {} (namespace {}): a SelfSubjectRulesReview per namespace, {} "
-          "SelfSubjectAccessReviews, {} pod creates with dryRun=All (nothing is created)\n",
+          "SelfSubjectAccessReviews, {} pod creates with dryRun=All (nothing is created), and lists "
+          "StorageClasses and the namespace's PersistentVolumeClaims (ReadWriteMany storage)\n",
           o.kube->api.api_url, o.kube->ns, isolation::dangerous_permissions().size(),
           isolation::risky_pods().size());
     else

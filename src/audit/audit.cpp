@@ -49,6 +49,8 @@ Result<AuditReport> run_audit(const AuditOptions& options) {
   report.floors_updated = floors->updated;
 
   CollectContext cctx{host, options.command_timeout, options.path_env};
+  cctx.enroot_import_image = options.enroot_import_image;
+  cctx.enroot_import_timeout = options.enroot_import_timeout;
   report.facts = collect_all(cctx, all_collectors());
   report.host = std::string(report.facts.value_or("host.name", "unknown"));
   report.harness = options.harness ? *options.harness : detect_harness(report.facts);

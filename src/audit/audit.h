@@ -21,6 +21,8 @@ struct AuditOptions {
   std::chrono::milliseconds command_timeout{3000};
   std::optional<std::string> path_env;  ///< PATH for tools; nullopt: this process's
   const core::Clock* clock = nullptr;   ///< nullptr: the system clock
+  std::optional<std::string> enroot_import_image;  ///< run `enroot import` of this image (pulls it)
+  std::chrono::milliseconds enroot_import_timeout{300000};
 };
 
 struct AuditReport {

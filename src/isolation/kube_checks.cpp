@@ -1,6 +1,8 @@
 #include "isolation/kube_checks.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
 
 #include <map>
 #include <optional>
@@ -59,6 +61,22 @@ Finding pod_base(const RiskyPod& pod, std::string_view ns) {
       "Enforce PodSecurity baseline or restricted on tenant namespaces (label "
       "pod-security.kubernetes.io/enforce), or an admission policy with the same rules.";
   return f;
+}
+
+// Provisioners whose volumes can be mounted ReadWriteMany (shared filesystems), by suffix.
+constexpr std::string_view kRwxProvisioners[] = {
+    "nfs.csi.k8s.io",          "cephfs.csi.ceph.com",      "efs.csi.aws.com",         "filestore.csi.storage.gke.io",
+    "file.csi.azure.com",      "fsx.csi.aws.com",          "csi.weka.io",             "spectrumscale.csi.ibm.com",
+    "beegfs.csi.netapp.com",   "csi.juicefs.com",          "csi.vastdata.com",        "kubernetes.io/azure-file",
+    "nfs-subdir-external-provisioner", "nfs-provisioner",  "lustre.csi.hpe.com",      "csi.ddn.com",
+};
+
+bool rwx_provisioner(std::string_view p) {
+  for (auto k : kRwxProvisioners)
+    if (p == k || p.ends_with(std::string(".") + std::string(k)) || p.ends_with(std::string("/") + std::string(k)) ||
+        (k.find('.') == std::string_view::npos && p.find(k) != std::string_view::npos))
+      return true;
+  return false;
 }
 
 }  // namespace
@@ -178,6 +196,76 @@ Finding judge_admission(const RiskyPod& pod, std::string_view ns,
   return f;
 }
 
+Finding judge_rwx_storage(std::string_view ns, const Result<sched::KubeReply>& classes,
+                          const Result<sched::KubeReply>& claims) {
+  Finding f;
+  f.check_id = "storage.kube.rwx";
+  f.category = audit::Category::storage;
+  f.severity = audit::Severity::config;
+  f.security = false;
+  f.title = "A ReadWriteMany volume is available to the tenant";
+  f.criterion = "Storage: shared (ReadWriteMany) volumes for multi-node jobs on Kubernetes";
+  f.expected = "a Bound ReadWriteMany claim, or a StorageClass of a shared filesystem";
+  f.description =
+      "Multi-node training and checkpointing on Kubernetes need a volume every pod mounts read-write "
+      "(ReadWriteMany); block storage classes cannot give one.";
+  f.remediation = "Install a shared-filesystem CSI driver (NFS, CephFS, Lustre, Weka, ...) and a StorageClass for it.";
+  std::string claims_path = fmt::format("/api/v1/namespaces/{}/persistentvolumeclaims", ns);
+  f.evidence_source = fmt::format("GET /apis/storage.k8s.io/v1/storageclasses, GET {}", claims_path);
+  std::vector<std::string> problems;
+  if (claims && ok(claims->status)) {
+    auto doc = nlohmann::json::parse(claims->body, nullptr, false);
+    if (doc.is_object() && doc.contains("items") && doc["items"].is_array())
+      for (const auto& pvc : doc["items"]) {
+        if (!pvc.is_object()) continue;
+        bool rwx = false;
+        if (pvc.contains("spec") && pvc["spec"].is_object() && pvc["spec"].contains("accessModes") &&
+            pvc["spec"]["accessModes"].is_array())
+          for (const auto& m : pvc["spec"]["accessModes"]) rwx = rwx || m == "ReadWriteMany";
+        bool bound = pvc.contains("status") && pvc["status"].is_object() && pvc["status"].value("phase", "") == "Bound";
+        if (rwx && bound) {
+          f.outcome = Outcome::pass;
+          f.observed = fmt::format("PVC {} is Bound ReadWriteMany (class {})",
+                                   pvc.contains("metadata") && pvc["metadata"].is_object() ? pvc["metadata"].value("name", "?") : "?",
+                                   pvc["spec"].value("storageClassName", "default"));
+          return f;
+        }
+      }
+  } else {
+    problems.push_back(reply_problem("GET", claims_path, claims, "list persistentvolumeclaims"));
+  }
+  if (!classes || !ok(classes->status)) {
+    problems.push_back(reply_problem("GET", "/apis/storage.k8s.io/v1/storageclasses", classes, "list storageclasses"));
+    f.outcome = Outcome::unverified;
+    f.reason = fmt::format("{}", fmt::join(problems, "; "));
+    return f;
+  }
+  auto doc = nlohmann::json::parse(classes->body, nullptr, false);
+  if (!doc.is_object() || !doc.contains("items") || !doc["items"].is_array()) {
+    f.outcome = Outcome::unverified;
+    f.reason = "the StorageClass list is not a Kubernetes list (no items)";
+    return f;
+  }
+  std::vector<std::string> rwx, block;
+  for (const auto& sc : doc["items"]) {
+    if (!sc.is_object()) continue;
+    std::string name = sc.contains("metadata") && sc["metadata"].is_object() ? sc["metadata"].value("name", "?") : "?";
+    std::string prov = sc.value("provisioner", "");
+    (rwx_provisioner(prov) ? rwx : block).push_back(fmt::format("{} ({})", name, prov));
+  }
+  if (!rwx.empty()) {
+    f.outcome = Outcome::pass;
+    f.observed = fmt::format("shared-filesystem class: {}", fmt::join(rwx, ", "));
+    f.reason = "the class's provisioner serves ReadWriteMany; no claim was created to prove it (read-only audit)";
+    return f;
+  }
+  f.outcome = Outcome::warn;
+  f.observed = block.empty() ? "no StorageClass" : fmt::format("block classes only: {}", fmt::join(block, ", "));
+  f.reason = "no StorageClass provisions a shared filesystem and no ReadWriteMany claim is Bound: pods on different "
+             "nodes cannot share a writable volume";
+  return f;
+}
+
 std::vector<Finding> kube_not_applicable(std::string_view reason) {
   std::vector<Finding> out;
   for (const auto& p : dangerous_permissions()) {
@@ -192,6 +280,11 @@ std::vector<Finding> kube_not_applicable(std::string_view reason) {
     f.reason = std::string(reason);
     out.push_back(std::move(f));
   }
+  Finding rwx = judge_rwx_storage("", Unexpected<Error>{Error{""}}, Unexpected<Error>{Error{""}});
+  rwx.outcome = Outcome::not_applicable;
+  rwx.reason = std::string(reason);
+  rwx.observed.clear();
+  out.push_back(std::move(rwx));
   return out;
 }
 
@@ -251,6 +344,17 @@ KubeRun run_kube_checks(const KubeCheckOptions& options, const sched::KubeClient
     auto f = judge_admission(pod, options.ns, reply);
     if (f.outcome == Outcome::unverified) ++unanswered;
     run.findings.push_back(std::move(f));
+  }
+  {
+    auto get = [&](const std::string& path) -> Result<sched::KubeReply> {
+      if (down) return Unexpected<Error>{Error{down->message + " (not sent: an earlier request got no answer)"}};
+      auto reply = client.send("GET", path);
+      if (!reply) down = reply.error();
+      return reply;
+    };
+    auto classes = get("/apis/storage.k8s.io/v1/storageclasses");
+    auto claims = get(fmt::format("/api/v1/namespaces/{}/persistentvolumeclaims", options.ns));
+    run.findings.push_back(judge_rwx_storage(options.ns, classes, claims));
   }
   run.facts.emplace_back("isolation.kube.api", options.api.api_url);
   run.facts.emplace_back("isolation.kube.namespace", options.ns);

@@ -49,6 +49,13 @@ RulesAnswer read_rules_answer(std::string_view ns, const Result<sched::KubeReply
 /// Pure: one not_applicable finding per permission and risky pod, with `reason`.
 std::vector<audit::Finding> kube_not_applicable(std::string_view reason);
 
+/// Pure: can the tenant get a ReadWriteMany volume? A Bound RWX claim in its namespace proves it;
+/// else a StorageClass whose provisioner serves RWX (NFS, CephFS, EFS, Filestore, Azure Files, FSx
+/// for Lustre, Weka, Spectrum Scale, BeeGFS, JuiceFS, VAST) says the cluster offers it; classes
+/// that are all block storage warn; replies that could not be read leave it unverified.
+audit::Finding judge_rwx_storage(std::string_view ns, const Result<sched::KubeReply>& classes,
+                                 const Result<sched::KubeReply>& claims);
+
 /// What run_kube_checks found.
 struct KubeRun {
   std::vector<audit::Finding> findings;

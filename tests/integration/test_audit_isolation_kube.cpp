@@ -81,7 +81,15 @@ TEST(AuditIsolationKube, AsksTheApiServerAndCreatesNothing) {
   EXPECT_NE(r.err.find("unverified"), std::string::npos) << r.err;
 
   int pod_posts = 0;
+  EXPECT_EQ(result_of(j, "storage.kube.rwx"), "unverified");  // the fake answers no storage lists
   for (const auto& q : api.requests()) {
+    // Reviews and dry-run creates are POSTs; the only reads are the two storage lists.
+    if (q.method == "GET") {
+      EXPECT_TRUE(q.path == "/apis/storage.k8s.io/v1/storageclasses" ||
+                  q.path == "/api/v1/namespaces/team-a/persistentvolumeclaims")
+          << q.path;
+      continue;
+    }
     EXPECT_EQ(q.method, "POST") << q.path;
     EXPECT_EQ(q.authorization, "Bearer tenant-token");
     if (q.path.find("/pods") != std::string::npos) {

@@ -171,6 +171,23 @@ Verdict pred_topo_in_container(const CheckContext& ctx, const Check& check) {
   return verdict(Outcome::pass, fmt::format("{} mounted at {}, NCCL_TOPO_FILE set", file, inside), std::string(kExpected));
 }
 
+Verdict pred_enroot_import(const CheckContext& ctx, const Check& check) {
+  const Fact* f = ctx.facts.find(check.fact);
+  constexpr std::string_view kExpected = "enroot import of an image succeeds";
+  if (!f) return verdict(Outcome::unverified, {}, std::string(kExpected), "enroot was not looked for");
+  if (f->status == FactStatus::absent) return verdict(Outcome::not_applicable, "no enroot", {}, f->detail);
+  if (ctx.facts.is_present("enroot.import_missing"))
+    return verdict(Outcome::fail, fmt::format("missing {}", ctx.facts.value_or("enroot.import_missing")),
+                   std::string(kExpected),
+                   fmt::format("enroot import cannot work without {} (squashfs-tools, curl, jq, parallel): every "
+                               "`srun --container-image` fails to import",
+                               ctx.facts.value_or("enroot.import_missing")));
+  if (f->status == FactStatus::error) return verdict(Outcome::unverified, {}, std::string(kExpected), f->detail);
+  if (f->detail == "imported") return verdict(Outcome::pass, f->value, std::string(kExpected));
+  return verdict(Outcome::fail, f->value, std::string(kExpected),
+                 fmt::format("{} failed: users cannot pull container images onto this node", f->source));
+}
+
 const Check kChecks[] = {
     {"monitoring.ncu.present", Category::monitoring, Severity::missing, false, kAnyHarness,
      "Nsight Compute (ncu) is installed", "Monitoring: kernel profiling (Nsight Compute) available on GPU nodes",
@@ -212,6 +229,13 @@ const Check kChecks[] = {
      "Looks for Docker Engine on the worker; without it, weighs the other container runtimes it has.",
      "Install Docker Engine (or rootless Docker / podman) where users need Docker workflows.", guard_read,
      pred_docker, "tool.docker.version"},
+    {"orchestration.enroot.import", Category::orchestration, Severity::config, false, kNode,
+     "enroot can import container images", "Orchestration: pyxis + enroot pull images on compute nodes",
+     "Looks for the tools enroot import runs (mksquashfs, curl, jq, parallel); with --enroot-import IMAGE, imports "
+     "it into a temporary file and removes it.",
+     "Install squashfs-tools, curl, jq and parallel; check ENROOT_CACHE_PATH is writable and the registry "
+     "reachable (credentials in ENROOT_CONFIG_PATH/.credentials).",
+     nullptr, pred_enroot_import, "enroot.import"},
     {"networking.nccl.topo_in_container", Category::networking, Severity::config, false, kSlurm,
      "The host's NCCL topology file reaches pyxis containers",
      "Networking: NCCL topology (NCCL_TOPO_FILE) visible inside containers",

@@ -19,6 +19,8 @@ struct CollectContext {
   const core::HostRoot& host;
   std::chrono::milliseconds command_timeout{3000};
   std::optional<std::string> path_env;  ///< PATH for finding tools; nullopt = this process's PATH
+  std::optional<std::string> enroot_import_image;  ///< `enroot import` this image as a probe (pulls it)
+  std::chrono::milliseconds enroot_import_timeout{300000};
 };
 
 using CollectFn = void (*)(const CollectContext&, Facts&);

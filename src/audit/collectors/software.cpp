@@ -2,6 +2,10 @@
 // the NCCL and GDRCopy libraries, dcgm-exporter, user and group tools, SSH keys between nodes,
 // directory/SSO integration, the kubelet's CPU manager, and what enroot mounts into containers.
 
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
 #include <set>
 
 #include <fmt/format.h>
@@ -11,6 +15,7 @@
 #include "audit/collectors/collector.h"
 #include "audit/parse/dpkg_status.h"
 #include "audit/parse/kv_conf.h"
+#include "core/process.h"
 #include "core/strings.h"
 #include "core/version.h"
 
@@ -375,6 +380,65 @@ void collect_enroot(const CollectContext& ctx, Facts& facts) {
   else facts.present("nccl.topo_files", joined(topo), "/etc/nccl/*.xml, /var/run/nvidia-topologyd");
 }
 
+// What `enroot import` needs besides enroot (it shells out to these), and, when asked, the import
+// itself into a temporary file that is removed afterwards.
+void collect_enroot_import(const CollectContext& ctx, Facts& facts) {
+  auto enroot = find_tool(ctx, "enroot");
+  if (!enroot) {
+    facts.absent("enroot.import", "PATH: enroot", "enroot is not installed");
+    return;
+  }
+  std::vector<std::string> missing;
+  for (const char* tool : {"mksquashfs", "curl", "jq", "parallel"})
+    if (!find_tool(ctx, tool)) missing.emplace_back(tool);
+  if (!missing.empty())
+    facts.present("enroot.import_missing", joined(missing, " "), "PATH",
+                  "enroot import runs mksquashfs (squashfs-tools), curl, jq and parallel");
+  if (!ctx.enroot_import_image) {
+    facts.error("enroot.import", *enroot,
+                "not run: `enroot import` pulls an image from a registry, so cmax runs it only with --enroot-import IMAGE");
+    return;
+  }
+  if (!ctx.host.is_live()) {
+    facts.error("enroot.import", *enroot, "enroot import runs on the live host only");
+    return;
+  }
+  char tmpl[] = "/tmp/cmax-enroot-XXXXXX";
+  const char* dir = ::mkdtemp(tmpl);
+  if (!dir) {
+    facts.error("enroot.import", "/tmp", fmt::format("create a temporary directory: {}", std::strerror(errno)));
+    return;
+  }
+  std::string out = fmt::format("{}/probe.sqsh", dir);
+  core::ProcessSpec spec;
+  spec.argv = {*enroot, "import", "-o", out, *ctx.enroot_import_image};
+  spec.timeout = ctx.enroot_import_timeout;
+  spec.max_output_bytes = 64 * 1024;
+  std::string cmd = core::describe_argv(spec.argv);
+  auto r = core::run_process(spec);
+  std::error_code ec;
+  auto size = std::filesystem::file_size(out, ec);
+  std::filesystem::remove_all(dir, ec);
+  if (!r) {
+    facts.error("enroot.import", cmd, r.error().message);
+    return;
+  }
+  if (r->timed_out) {
+    facts.present("enroot.import", fmt::format("timed out after {} s", ctx.enroot_import_timeout.count() / 1000), cmd,
+                  "failed");
+    return;
+  }
+  std::string text = r->out + "\n" + r->err;
+  if (r->exit_code == 0 && size > 0) {
+    facts.present("enroot.import", fmt::format("ok ({} bytes)", size), cmd, "imported");
+    return;
+  }
+  std::string error_line = line_with(text, "[ERROR]");
+  facts.present("enroot.import",
+                fmt::format("exit {}: {}", r->exit_code, error_line.empty() ? core::clip(core::trim(text), 160) : error_line),
+                cmd, "failed");
+}
+
 }  // namespace
 
 void collect_software(const CollectContext& ctx, Facts& facts) {
@@ -388,6 +452,7 @@ void collect_software(const CollectContext& ctx, Facts& facts) {
   collect_access(ctx, facts);
   collect_kubelet(ctx, facts);
   collect_enroot(ctx, facts);
+  collect_enroot_import(ctx, facts);
 }
 
 }  // namespace cmax::audit

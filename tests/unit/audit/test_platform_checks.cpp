@@ -8,6 +8,7 @@
 
 #include <fstream>
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include "audit/audit.h"
@@ -521,4 +522,53 @@ TEST(LiveEvidence, SshDockerAndTheExporterProcess) {
   EXPECT_EQ(run_check_by_id("monitoring.dcgm_exporter.running", exp).outcome, Outcome::warn);
   exp.present("proc.dcgm-exporter", "4242", "/proc/*/comm");
   EXPECT_EQ(run_check_by_id("monitoring.dcgm_exporter.running", exp).outcome, Outcome::pass);
+}
+
+// --- enroot import: the tools it needs, and the import itself when asked ----------------------------
+// enroot is not a Debian package and would pull from a registry, so these run a stand-in `enroot`
+// that prints enroot's real import output (tests/data/audit/enroot) and writes -o's file: a contract
+// test of how cmax runs and reads it, on the live audit's own code path.
+
+namespace {
+struct FakeTools {
+  TempHost bin;
+  void tool(const std::string& name, const std::string& body) {
+    bin.write("/" + name, "#!/bin/sh\n" + body);
+    std::filesystem::permissions(bin.dir() / name, std::filesystem::perms::owner_all);
+  }
+  std::map<std::string, Finding> audit(std::optional<std::string> image) {
+    AuditOptions o;
+    o.path_env = bin.dir().string();
+    o.harness = kSlurm;
+    o.enroot_import_image = image;
+    o.enroot_import_timeout = std::chrono::milliseconds(10000);
+    auto r = run_audit(o);
+    std::map<std::string, Finding> out;
+    if (r)
+      for (auto& f : r->findings) out[f.check_id] = f;
+    return out;
+  }
+};
+}  // namespace
+
+TEST(EnrootImport, NotRunUnlessAskedMissingToolsFailAndTheImportDecides) {
+  FakeTools t;
+  EXPECT_EQ(t.audit(std::nullopt).at("orchestration.enroot.import").outcome, Outcome::not_applicable);
+  std::string ok = read_data("enroot/enroot_import_docker_ubuntu_success.txt");
+  t.tool("enroot", "out=\"$3\"\ncat <<'EOF'\n" + ok + "\nEOF\nprintf 'hsqs' > \"$out\"\n");
+  auto m = t.audit(std::nullopt);
+  EXPECT_EQ(m.at("orchestration.enroot.import").outcome, Outcome::fail);  // no mksquashfs, curl, jq, parallel
+  EXPECT_NE(m.at("orchestration.enroot.import").reason.find("mksquashfs"), std::string::npos);
+  for (const char* tool : {"mksquashfs", "curl", "jq", "parallel"}) t.tool(tool, "exit 0\n");
+  m = t.audit(std::nullopt);
+  EXPECT_EQ(m.at("orchestration.enroot.import").outcome, Outcome::unverified);
+  EXPECT_NE(m.at("orchestration.enroot.import").reason.find("--enroot-import"), std::string::npos);
+  m = t.audit("docker://ubuntu:latest");
+  EXPECT_EQ(m.at("orchestration.enroot.import").outcome, Outcome::pass) << m.at("orchestration.enroot.import").reason;
+
+  std::string err = read_data("enroot/enroot_import_error_404.txt");
+  t.tool("enroot", "cat >&2 <<'EOF'\n" + err + "\nEOF\nexit 1\n");
+  m = t.audit("docker://localhost:5000#tmp:2");
+  EXPECT_EQ(m.at("orchestration.enroot.import").outcome, Outcome::fail);
+  EXPECT_NE(m.at("orchestration.enroot.import").observed.find("returned error code: 404"), std::string::npos);
 }

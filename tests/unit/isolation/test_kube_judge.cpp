@@ -152,5 +152,43 @@ TEST(KubeJudge, NotApplicableCoversEveryCheck) {
   }
 }
 
+// ReadWriteMany storage from the API server's lists. The items are the public StorageClass and
+// PVC manifests in tests/data/audit/k8s-storage, as the API server returns them (JSON).
+TEST(KubeRwxStorage, ABoundClaimOrASharedFilesystemClassPassesBlockClassesWarnAndUnreadListsAreUnverified) {
+  using cmax::isolation::judge_rwx_storage;
+  auto reply = [](int status, std::string body) { return cmax::Result<cmax::sched::KubeReply>(cmax::sched::KubeReply{status, "", std::move(body)}); };
+  const std::string nfs_csi =
+      R"({"apiVersion":"storage.k8s.io/v1","kind":"StorageClass","metadata":{"name":"nfs-csi"},"provisioner":"nfs.csi.k8s.io",)"
+      R"("parameters":{"server":"nfs-server.default.svc.cluster.local","share":"/"},"reclaimPolicy":"Retain","volumeBindingMode":"Immediate","mountOptions":["hard","nfsvers=4.1"]})";
+  const std::string cephfs =
+      R"({"apiVersion":"storage.k8s.io/v1","kind":"StorageClass","metadata":{"name":"standard-rwx-retain"},"provisioner":"cephfs.csi.ceph.com","reclaimPolicy":"Retain","volumeBindingMode":"WaitForFirstConsumer"})";
+  const std::string ebs = R"({"kind":"StorageClass","metadata":{"name":"gp2"},"provisioner":"kubernetes.io/aws-ebs"})";
+  const std::string ebs_csi = R"({"kind":"StorageClass","metadata":{"name":"ebs-sc"},"provisioner":"ebs.csi.aws.com"})";
+  auto list = [](std::initializer_list<std::string> items) {
+    std::string out = R"({"kind":"StorageClassList","apiVersion":"storage.k8s.io/v1","items":[)";
+    bool first = true;
+    for (const auto& i : items) out += (first ? "" : ",") + i, first = false;
+    return out + "]}";
+  };
+  const std::string no_claims = R"({"kind":"PersistentVolumeClaimList","apiVersion":"v1","items":[]})";
+  const std::string bound_rwx =
+      R"({"kind":"PersistentVolumeClaimList","items":[{"metadata":{"name":"pvc-nfs-dynamic","namespace":"default"},)"
+      R"("spec":{"accessModes":["ReadWriteMany"],"resources":{"requests":{"storage":"10Gi"}},"storageClassName":"nfs-csi"},"status":{"phase":"Bound"}}]})";
+
+  EXPECT_EQ(judge_rwx_storage("default", reply(200, list({ebs})), reply(200, bound_rwx)).outcome, Outcome::pass);
+  auto f = judge_rwx_storage("default", reply(200, list({ebs, nfs_csi})), reply(200, no_claims));
+  EXPECT_EQ(f.outcome, Outcome::pass);
+  EXPECT_NE(f.observed.find("nfs-csi (nfs.csi.k8s.io)"), std::string::npos);
+  EXPECT_EQ(judge_rwx_storage("default", reply(200, list({cephfs})), reply(200, no_claims)).outcome, Outcome::pass);
+  f = judge_rwx_storage("default", reply(200, list({ebs, ebs_csi})), reply(200, no_claims));
+  EXPECT_EQ(f.outcome, Outcome::warn);
+  EXPECT_NE(f.observed.find("gp2"), std::string::npos);
+  f = judge_rwx_storage("default", reply(403, R"({"kind":"Status","reason":"Forbidden"})"), reply(200, no_claims));
+  EXPECT_EQ(f.outcome, Outcome::unverified);
+  EXPECT_NE(f.reason.find("list storageclasses"), std::string::npos);
+  EXPECT_EQ(judge_rwx_storage("default", reply(200, "not json"), reply(200, no_claims)).outcome, Outcome::unverified);
+}
+
 }  // namespace
 }  // namespace cmax::isolation
+
