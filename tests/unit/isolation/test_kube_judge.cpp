@@ -145,7 +145,7 @@ TEST(KubeJudge, AdmissionOutcomes) {
 
 TEST(KubeJudge, NotApplicableCoversEveryCheck) {
   auto all = kube_not_applicable("no Kubernetes API configured");
-  EXPECT_EQ(all.size(), dangerous_permissions().size() + risky_pods().size());
+  EXPECT_EQ(all.size(), dangerous_permissions().size() + risky_pods().size() + 1);  // + storage.kube.rwx
   for (const auto& f : all) {
     EXPECT_EQ(f.outcome, Outcome::not_applicable);
     EXPECT_EQ(f.reason, "no Kubernetes API configured");
