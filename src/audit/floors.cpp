@@ -7,6 +7,8 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include "core/strings.h"
+
 namespace cmax::audit {
 
 extern const char kBuiltinMinVersions[];  // generated from data/min-versions.json
@@ -218,6 +220,35 @@ KernelCveVerdict evaluate_kernel_cve(const KernelCve& cve, const core::Version& 
                                      std::string_view package_version, std::string_view source) {
   using S = KernelCveVerdict::Status;
   KernelCveVerdict v;
+  if (!distro.empty() && package_version.empty() && distro.starts_with("ubuntu-")) {
+    // A host tree without /proc/version_signature: Ubuntu's release "6.8.0-101-generic" still names
+    // the ABI, and a package's first upload of an ABI is ABI.ABI (6.8.0-124.124).
+    const std::string own_source = source.empty() ? std::string("linux") : std::string(source);
+    auto it = cve.distros.find(own_source == "linux" ? std::string(distro) : fmt::format("{}/{}", distro, own_source));
+    std::string_view rel = upstream.text;
+    auto d1 = rel.find('-');
+    auto d2 = d1 == std::string_view::npos ? d1 : rel.find('-', d1 + 1);
+    if (it != cve.distros.end() && d1 != std::string_view::npos) {
+      std::string_view base = rel.substr(0, d1), abi = rel.substr(d1 + 1, d2 == std::string_view::npos ? d2 : d2 - d1 - 1);
+      std::string_view fixed = it->second;
+      auto fd = fixed.find('-'), fdot = fixed.find('.', fd == std::string_view::npos ? 0 : fd);
+      auto run_abi = core::parse_uint(abi);
+      if (fd != std::string_view::npos && fdot != std::string_view::npos && run_abi && fixed.substr(0, fd) == base) {
+        auto fix_abi = core::parse_uint(fixed.substr(fd + 1, fdot - fd - 1));
+        auto upload_end = fixed.find_first_not_of("0123456789", fdot + 1);
+        auto fix_upload = core::parse_uint(fixed.substr(fdot + 1, upload_end == std::string_view::npos ? upload_end : upload_end - fdot - 1));
+        if (fix_abi) {
+          if (*run_abi < *fix_abi || (*run_abi == *fix_abi && fix_upload && *fix_upload == *fix_abi) || *run_abi > *fix_abi) {
+            bool fixed_now = *run_abi >= *fix_abi;
+            v.status = fixed_now ? S::fixed : S::vulnerable;
+            v.basis = fmt::format("{} kernel ABI {} {} {} (from the release {}; the package version is not visible)", distro,
+                                  *run_abi, fixed_now ? ">=" : "<", fixed, rel);
+            return v;
+          }
+        }
+      }
+    }
+  }
   if (!distro.empty() && !package_version.empty()) {
     const bool own = source.empty() || source == "linux";
     auto it = cve.distros.end();

@@ -58,7 +58,7 @@ Verdict pred_kernel_cves(const CheckContext& ctx, const Check&) {
   v.expected = "no known privilege-escalation CVE";
   std::string source = kernel_source_package(distro, release->text, package);
   const bool kvm_host = ctx.facts.is_present("kvm.device");
-  std::vector<std::string> vulnerable, basis, unknown;
+  std::vector<std::string> vulnerable, basis, unknown, upstream_only;
   for (const auto& cve : ctx.floors.kernel_cves) {
     if (cve.applies == "kvm-host" && !kvm_host) {
       basis.push_back(fmt::format("{}: not a KVM host (no /dev/kvm)", cve.id));
@@ -68,6 +68,7 @@ Verdict pred_kernel_cves(const CheckContext& ctx, const Check&) {
     basis.push_back(fmt::format("{}: {}", cve.id, kv.basis));
     if (kv.status == KernelCveVerdict::Status::unknown) unknown.push_back(cve.id);
     if (kv.status == KernelCveVerdict::Status::vulnerable) {
+      if (kv.basis.starts_with("upstream")) upstream_only.push_back(cve.id);
       vulnerable.push_back(cve.id);
       if (!cve.source.empty()) v.links.push_back(cve.source);
     }
@@ -78,7 +79,8 @@ Verdict pred_kernel_cves(const CheckContext& ctx, const Check&) {
     v.outcome = Outcome::pass;
     if (!unknown.empty())
       v.reason = fmt::format("not judged (no fix recorded for this kernel): {}; {}", fmt::join(unknown, ", "), v.reason);
-  } else if (package.empty() && release->suffix.find('-') != std::string::npos) {
+  } else if (package.empty() && release->suffix.find('-') != std::string::npos &&
+             upstream_only.size() == vulnerable.size()) {
     // A distro-built kernel whose package version we could not see may carry backports.
     v.outcome = Outcome::warn;
     v.reason = fmt::format("upstream version looks vulnerable to {}, but this is a distro build whose package "

@@ -97,3 +97,37 @@ TEST(Floors, TheShippedFileLoadsAndCoversTheFloorChecks) {
     EXPECT_FALSE(c.date.empty()) << c.component;
   }
 }
+
+// Ubuntu builds kernels from several source packages (linux, linux-aws, linux-hwe-6.8, ...), each
+// with its own version line: a fix is never taken from another line (6.8.0-1050 > 6.8.0-124 by dpkg,
+// yet linux-aws 6.8.0-1050.53 lacks the fix linux-aws 6.8.0-1057.60 carries). USN-8373-1's data.
+TEST(KernelFlavours, EachUbuntuSourcePackageKeepsItsOwnFix) {
+  using cmax::audit::kernel_source_package;
+  EXPECT_EQ(kernel_source_package("ubuntu-24.04", "6.8.0-124-generic", "6.8.0-124.124"), "linux");
+  EXPECT_EQ(kernel_source_package("ubuntu-24.04", "6.8.0-1057-aws", "6.8.0-1057.60"), "linux-aws");
+  EXPECT_EQ(kernel_source_package("ubuntu-24.04", "6.8.0-1028-nvidia-64k", ""), "linux-nvidia");
+  EXPECT_EQ(kernel_source_package("ubuntu-22.04", "6.8.0-124-generic", "6.8.0-124.124~22.04.1"), "linux-hwe-6.8");
+  EXPECT_EQ(kernel_source_package("ubuntu-22.04", "6.8.0-1057-aws", "6.8.0-1057.60~22.04.1"), "linux-aws-6.8");
+  EXPECT_EQ(kernel_source_package("debian-12", "6.1.0-28-cloud-amd64", "6.1.119-1"), "");
+
+  const auto& floors = cmax::test::test_floors();
+  const cmax::audit::KernelCve* frag = nullptr;
+  for (const auto& k : floors.kernel_cves)
+    if (k.id == "CVE-2026-46300") frag = &k;
+  ASSERT_NE(frag, nullptr);
+  auto release = [](const char* r) { return *cmax::core::parse_version(r); };
+  using S = cmax::audit::KernelCveVerdict::Status;
+  auto eval = [&](const char* rel, const char* distro, const char* pkg) {
+    return cmax::audit::evaluate_kernel_cve(*frag, release(rel), distro, pkg, kernel_source_package(distro, rel, pkg)).status;
+  };
+  EXPECT_EQ(eval("6.8.0-101-generic", "ubuntu-24.04", "6.8.0-101.101"), S::vulnerable);
+  EXPECT_EQ(eval("6.8.0-124-generic", "ubuntu-24.04", "6.8.0-124.124"), S::fixed);
+  EXPECT_EQ(eval("6.8.0-1050-aws", "ubuntu-24.04", "6.8.0-1050.53"), S::vulnerable);  // not "fixed" by the generic line
+  EXPECT_EQ(eval("6.8.0-1057-aws", "ubuntu-24.04", "6.8.0-1057.60"), S::fixed);
+  EXPECT_EQ(eval("6.8.0-1030-oracle", "ubuntu-24.04", "6.8.0-1030.31"), S::unknown);  // no fix recorded for linux-oracle
+  EXPECT_EQ(eval("6.8.0-124-generic", "ubuntu-22.04", "6.8.0-124.124~22.04.1"), S::fixed);  // linux-hwe-6.8
+  // No package version in the tree: the ABI in the release still decides.
+  EXPECT_EQ(eval("6.8.0-101-generic", "ubuntu-24.04", ""), S::vulnerable);
+  EXPECT_EQ(eval("6.8.0-134-generic", "ubuntu-24.04", ""), S::fixed);
+  EXPECT_EQ(eval("6.1.0-28-amd64", "debian-12", "6.1.119-1"), S::unknown);  // Fragnesia: no Debian fix on record
+}
