@@ -4,6 +4,7 @@
 
 #include "audit/check.h"
 #include "audit/collectors/collector.h"
+#include "audit/peer_view.h"
 #include "core/host.h"
 #include "core/strings.h"
 
@@ -57,6 +58,7 @@ Result<AuditReport> run_audit(const AuditOptions& options) {
 
   CheckContext ctx{report.facts, *floors, report.harness, clock};
   report.findings = run_checks(all_checks(), ctx);
+  annotate_peer_view(report.findings, report.facts);
   report.finished_at = core::format_utc(clock.now());
   report.duration = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0);
   return report;

@@ -61,6 +61,10 @@ struct Finding {
   std::string reason;       ///< why this result (always set for not_applicable and unverified)
   std::string description;  ///< what the check looks at and why it matters
   std::string remediation;  ///< what to do about a warn or fail
+  /// Where the ClusterMAX CLI's policy gives another verdict on the same facts: its check key, its
+  /// result (PASS, WARNING, FAIL, SKIPPED) and why cmax differs. Empty when they agree or cannot
+  /// be predicted (data/peers/clustermax.json).
+  std::string peer_check, peer_result, peer_why;
 };
 
 }  // namespace cmax::audit

@@ -30,6 +30,8 @@ ordered_json finding_json(const audit::Finding& f) {
   j["reason"] = f.reason;
   j["description"] = f.description;
   j["remediation"] = f.remediation;
+  if (!f.peer_result.empty())
+    j["peer"] = {{"tool", "clustermax"}, {"check", f.peer_check}, {"result", f.peer_result}, {"why", f.peer_why}};
   return j;
 }
 
@@ -143,6 +145,11 @@ Result<audit::AuditReport> audit_from_json(std::string_view text, std::string_vi
     f.reason = str(fj, "reason");
     f.description = str(fj, "description");
     f.remediation = str(fj, "remediation");
+    if (fj.contains("peer") && fj["peer"].is_object()) {
+      f.peer_check = str(fj["peer"], "check");
+      f.peer_result = str(fj["peer"], "result");
+      f.peer_why = str(fj["peer"], "why");
+    }
     r.findings.push_back(std::move(f));
   }
   if (j.contains("facts") && j["facts"].is_array()) {

@@ -70,6 +70,8 @@ std::string render_audit_terminal(const audit::AuditReport& r, int exit_code, co
         detail(out, "observed", f.observed);
         detail(out, "expected", f.expected);
         detail(out, "reason", f.reason);
+        if (!f.peer_result.empty())
+          detail(out, "ClusterMAX", fmt::format("{} says {}; cmax differs: {}", f.peer_check, f.peer_result, f.peer_why));
       }
       if (opt.verbosity >= 2) {
         detail(out, "evidence", f.evidence_source);
