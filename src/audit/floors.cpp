@@ -273,7 +273,8 @@ KernelCveVerdict evaluate_kernel_cve(const KernelCve& cve, const core::Version& 
   if (cve.fixed.empty()) {
     v.status = S::unknown;
     v.basis = distro.empty() ? std::string("no upstream fix recorded")
-                             : fmt::format("no fix recorded for {} and no upstream fix", distro);
+                             : fmt::format("no fix recorded for {} {} and no upstream fix", distro,
+                                           source.empty() ? std::string("linux") : std::string(source));
     return v;
   }
   // Upstream: compare the release's first three numbers with the series' first fix.

@@ -16,29 +16,36 @@ namespace {
 
 constexpr std::string_view kFloorsDoc = "docs/min-versions.md";
 
-// An installed kernel package of the running flavour that fixes every one of `cves`:
-// "linux-image-6.8.0-124-generic 6.8.0-124.124", or "" when none does.
-std::string installed_fix(const CheckContext& ctx, const core::Version& running, const std::string& distro,
-                          const std::vector<std::string>& cves) {
+// The newest installed kernel package of the running flavour, and which of `cves` it fixes:
+// {"linux-image-6.8.0-124-generic 6.8.0-124.124", {CVE-...}}; empty when none is newer.
+std::pair<std::string, std::vector<std::string>> installed_fix(const CheckContext& ctx, const core::Version& running,
+                                                              const std::string& distro,
+                                                              const std::vector<std::string>& cves) {
   std::string_view rel = running.text;
   auto flavour = rel.substr(rel.rfind('-') == std::string_view::npos ? rel.size() : rel.rfind('-'));
+  std::optional<core::Version> best;
+  std::string best_name, best_pkg;
   for (auto item : core::split_any(ctx.facts.value_or("pkg.kernel_images"), " ")) {
     auto eq = item.find('=');
     if (eq == std::string_view::npos) continue;
     auto name = item.substr(0, eq);
-    auto pkg = item.substr(eq + 1);
     if (!name.starts_with("linux-image-") || !name.ends_with(flavour)) continue;
     auto release = core::parse_version(name.substr(12));
     if (!release || core::compare_versions(*release, running) <= 0) continue;
-    std::string source = kernel_source_package(distro, release->text, pkg);
-    bool all = true;
-    for (const auto& id : cves)
-      for (const auto& cve : ctx.floors.kernel_cves)
-        if (cve.id == id && evaluate_kernel_cve(cve, *release, distro, pkg, source).status != KernelCveVerdict::Status::fixed)
-          all = false;
-    if (all) return fmt::format("{} {}", name, pkg);
+    if (!best || core::compare_versions(*release, *best) > 0) {
+      best = *release;
+      best_name = std::string(name);
+      best_pkg = std::string(item.substr(eq + 1));
+    }
   }
-  return {};
+  if (!best) return {};
+  std::string source = kernel_source_package(distro, best->text, best_pkg);
+  std::vector<std::string> fixed;
+  for (const auto& id : cves)
+    for (const auto& cve : ctx.floors.kernel_cves)
+      if (cve.id == id && evaluate_kernel_cve(cve, *best, distro, best_pkg, source).status == KernelCveVerdict::Status::fixed)
+        fixed.push_back(id);
+  return {fmt::format("{} {}", best_name, best_pkg), fixed};
 }
 
 Verdict pred_kernel_cves(const CheckContext& ctx, const Check&) {
@@ -58,6 +65,13 @@ Verdict pred_kernel_cves(const CheckContext& ctx, const Check&) {
   v.expected = "no known privilege-escalation CVE";
   std::string source = kernel_source_package(distro, release->text, package);
   const bool kvm_host = ctx.facts.is_present("kvm.device");
+  // Kernels whose release keeps the base version of their series while the distro backports fixes
+  // into it: Ubuntu's x.y.0 without /proc/version_signature, Red Hat's 5.14.0-427.42.1.el9_4. An
+  // upstream comparison of that base says nothing; only the distro's own fixed package does.
+  const bool ubuntu_without_upstream = distro.starts_with("ubuntu-") && package.empty() &&
+                                       !ctx.facts.is_present("kernel.upstream_version");
+  const bool rhel_family = release->text.find(".el") != std::string::npos;
+  const bool frozen_base = ubuntu_without_upstream || rhel_family;
   std::vector<std::string> vulnerable, basis, unknown, upstream_only;
   for (const auto& cve : ctx.floors.kernel_cves) {
     if (cve.applies == "kvm-host" && !kvm_host) {
@@ -65,6 +79,16 @@ Verdict pred_kernel_cves(const CheckContext& ctx, const Check&) {
       continue;
     }
     auto kv = evaluate_kernel_cve(cve, upstream, distro, package, source);
+    if (frozen_base && kv.basis.starts_with("upstream")) {
+      kv.status = KernelCveVerdict::Status::unknown;
+      kv.basis = rhel_family
+                     ? fmt::format("{} is a Red Hat-family build that backports fixes into its base release, and no "
+                                   "fixed {} package is recorded",
+                                   release->text, distro.empty() ? std::string("distro") : distro)
+                     : fmt::format("Ubuntu's release {} does not name the upstream stable release it is built from "
+                                   "(no /proc/version_signature) and no package version is visible",
+                                   release->text);
+    }
     basis.push_back(fmt::format("{}: {}", cve.id, kv.basis));
     if (kv.status == KernelCveVerdict::Status::unknown) unknown.push_back(cve.id);
     if (kv.status == KernelCveVerdict::Status::vulnerable) {
@@ -75,7 +99,12 @@ Verdict pred_kernel_cves(const CheckContext& ctx, const Check&) {
   }
   v.cves = vulnerable;
   v.reason = fmt::format("{}", fmt::join(basis, "; "));
-  if (vulnerable.empty()) {
+  std::size_t judged = 0;
+  for (const auto& cve : ctx.floors.kernel_cves) judged += !(cve.applies == "kvm-host" && !kvm_host);
+  if (vulnerable.empty() && !unknown.empty() && unknown.size() == judged) {
+    v.outcome = Outcome::unverified;
+    v.reason = fmt::format("no CVE could be judged for this kernel: {}", v.reason);
+  } else if (vulnerable.empty()) {
     v.outcome = Outcome::pass;
     if (!unknown.empty())
       v.reason = fmt::format("not judged (no fix recorded for this kernel): {}; {}", fmt::join(unknown, ", "), v.reason);
@@ -88,10 +117,11 @@ Verdict pred_kernel_cves(const CheckContext& ctx, const Check&) {
                            fmt::join(vulnerable, ", "), v.reason);
   } else {
     v.outcome = Outcome::fail;
-    if (auto newer = installed_fix(ctx, *release, distro, vulnerable); !newer.empty())
-      v.reason = fmt::format("the fix is installed but not running: {} is installed, {} is running; reboot into it (a "
-                             "security fail until then); {}",
-                             newer, release->text, v.reason);
+    if (auto [newer, fixed] = installed_fix(ctx, *release, distro, vulnerable); !fixed.empty())
+      v.reason = fmt::format("the fix for {} is installed but not running: {} is installed, {} is running; reboot "
+                             "into it (a security fail until then){}; {}",
+                             fmt::join(fixed, ", "), newer, release->text,
+                             fixed.size() < vulnerable.size() ? " and update the kernel for the rest" : "", v.reason);
   }
   v.evidence_source = "/proc/sys/kernel/osrelease, /proc/version";
   v.evidence_value = std::string(core::clip(ctx.facts.value_or("kernel.version_string"), 200));

@@ -272,13 +272,19 @@ void collect_iommu(const CollectContext& ctx, Facts& facts, const std::vector<Pc
   };
   count_entries("/sys/class/iommu", units);
   count_entries(kIommuGroups, groups);
-  bool known = err.empty() && has_sysfs(ctx);
+  // Every distribution kernel has /sys/kernel/iommu_groups (empty when the IOMMU is off); a host
+  // tree without it did not capture it, which says nothing about the IOMMU.
+  bool known = err.empty() && has_sysfs(ctx) && (ctx.host.is_live() || ctx.host.exists(kIommuGroups));
   bool enabled = units > 0 || groups > 0;
   if (known || enabled)
     facts.present("iommu.enabled", enabled ? "yes" : "no", src,
                   fmt::format("{} IOMMU unit(s), {} group(s)", units, groups));
   else
-    facts.error("iommu.enabled", src, err.empty() ? "no /sys in the host root" : err);
+    facts.error("iommu.enabled", src,
+                !err.empty() ? err
+                : has_sysfs(ctx) ? "the host tree has no /sys/kernel/iommu_groups (every kernel with an IOMMU layer has one, "
+                                   "even empty): not captured"
+                                 : "no /sys in the host root");
 
   std::vector<std::string> flags;
   std::string cmdline_err;
