@@ -31,6 +31,7 @@ Runner setup_sla(CLI::App& sub);
 Runner setup_score(CLI::App& sub);
 Runner setup_report(CLI::App& sub);
 Runner setup_version(CLI::App& sub);
+Runner setup_floors(CLI::App& sub);
 
 /// True when stdout is a terminal (colour, progress lines).
 bool stdout_is_tty();

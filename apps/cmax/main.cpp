@@ -56,6 +56,7 @@ const Command kCommands[] = {
     {"sla", "SLA accounting: downtime, availability, credits and cancellation rights per month", setup_sla},
     {"score", "Score the ten ClusterMAX categories from run directories: tier, reasons, what moves it up", setup_score},
     {"report", "Write one self-contained HTML report of run directories: scorecard, findings, charts", setup_report},
+    {"floors", "The version floors: show them, or update them from the vendors' security feeds", setup_floors},
     {"version", "Print the cmax version", setup_version},
 };
 

@@ -74,6 +74,12 @@ Result<Floors> parse_floors(std::string_view json_text, std::string origin) {
   Floors floors;
   floors.origin = origin;
   floors.updated = str(doc, "updated");
+  for (auto [key, field] : {std::pair<const char*, int*>{"max_age_days", &floors.max_age_days}, {"grace_days", &floors.grace_days}})
+    if (doc.contains(key)) {
+      if (!doc[key].is_number_integer() || doc[key].get<int>() < 0)
+        return fail("read version floors {}: '{}' must be a whole number of days", origin, key);
+      *field = doc[key].get<int>();
+    }
   if (doc.contains("components")) {
     if (!doc["components"].is_array()) return fail("read version floors {}: 'components' must be an array", origin);
     for (const auto& c : doc["components"]) {
@@ -85,6 +91,8 @@ Result<Floors> parse_floors(std::string_view json_text, std::string origin) {
       cf.kind = str(c, "kind");
       cf.source = str(c, "source");
       cf.date = str(c, "date");
+      cf.fix_available = str(c, "fix_available");
+      if (cf.fix_available.empty()) cf.fix_available = cf.date;
       if (c.contains("distros") && c["distros"].is_object()) {
         for (const auto& [name, ver] : c["distros"].items()) {
           if (!ver.is_string() || ver.get<std::string>().empty())
@@ -147,6 +155,8 @@ Result<Floors> parse_floors(std::string_view json_text, std::string origin) {
   }
   return floors;
 }
+
+std::string_view builtin_floors_text() { return kBuiltinMinVersions; }
 
 Result<Floors> builtin_floors() { return parse_floors(kBuiltinMinVersions, "built-in data/min-versions.json"); }
 

@@ -36,6 +36,7 @@ struct ComponentFloor {
   std::vector<CveRef> cves;
   std::string source;
   std::string date;
+  std::string fix_available;  ///< YYYY-MM-DD the fixed release shipped (default: `date`)
   /// A distro's own package in which its security tracker says the floor's fixes were backported:
   /// "debian-12" -> "1.1.5+ds1-1+deb12u3" (dpkg order). Where one exists for the host's distro the
   /// package is judged against it; elsewhere the upstream release the package carries is.
@@ -62,6 +63,11 @@ struct KernelCve {
 
 struct Floors {
   std::string updated;
+  /// Floors older than this many days warn (security.floors.fresh): bulletins since are not judged.
+  int max_age_days = 45;
+  /// For this many days after a fix became available, a version below its floor warns instead of
+  /// failing: the rollout window (ComponentFloor::fix_available).
+  int grace_days = 3;
   std::string origin;  ///< "built-in" or the file path
   std::vector<ComponentFloor> components;
   std::vector<KernelCve> kernel_cves;
@@ -73,6 +79,8 @@ struct Floors {
 Result<Floors> parse_floors(std::string_view json_text, std::string origin);
 /// The floors compiled into this binary.
 Result<Floors> builtin_floors();
+/// The text of data/min-versions.json as compiled into this binary.
+std::string_view builtin_floors_text();
 /// Reads and parses a min-versions file.
 Result<Floors> load_floors_file(const std::string& path);
 

@@ -30,4 +30,23 @@ std::string format_utc_compact(std::chrono::system_clock::time_point t) {
                      tm.tm_hour, tm.tm_min, tm.tm_sec);
 }
 
+std::optional<int> days_since(std::string_view ymd, std::chrono::system_clock::time_point now) {
+  if (ymd.size() < 10 || ymd[4] != '-' || ymd[7] != '-') return std::nullopt;
+  auto num = [&](std::size_t at, std::size_t n) -> int {
+    int v = 0;
+    for (std::size_t i = at; i < at + n; ++i) {
+      if (ymd[i] < '0' || ymd[i] > '9') return -1;
+      v = v * 10 + (ymd[i] - '0');
+    }
+    return v;
+  };
+  int y = num(0, 4), m = num(5, 2), d = num(8, 2);
+  if (y < 0 || m < 0 || d < 0) return std::nullopt;
+  std::chrono::year_month_day date{std::chrono::year{y}, std::chrono::month{static_cast<unsigned>(m)},
+                                   std::chrono::day{static_cast<unsigned>(d)}};
+  if (!date.ok()) return std::nullopt;
+  auto today = std::chrono::floor<std::chrono::days>(now);
+  return static_cast<int>((today - std::chrono::sys_days{date}).count());
+}
+
 }  // namespace cmax::core

@@ -2,7 +2,9 @@
 // Injected time: code that stamps or windows by wall time takes a Clock, so tests can fix it.
 
 #include <chrono>
+#include <optional>
 #include <string>
+#include <string_view>
 
 namespace cmax::core {
 
@@ -37,5 +39,9 @@ int utc_year(std::chrono::system_clock::time_point t);
 
 /// "20261202T122122Z": a UTC stamp safe in file names, sortable.
 std::string format_utc_compact(std::chrono::system_clock::time_point t);
+
+/// Whole days from the UTC date "YYYY-MM-DD" (a leading date of a longer stamp is enough) to `now`;
+/// negative when the date is in the future; nullopt when `ymd` is not a valid date.
+std::optional<int> days_since(std::string_view ymd, std::chrono::system_clock::time_point now);
 
 }  // namespace cmax::core

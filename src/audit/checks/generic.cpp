@@ -162,6 +162,15 @@ Verdict pred_version_floor(const CheckContext& ctx, const Check& check) {
       v.reason = fmt::format("{}{} is below the floor {}{} ({} {}){}", fact->value, upstream, fv.floor,
                              fv.train.empty() ? "" : fmt::format(" of train {}", fv.train), floor->kind, floor->date,
                              no_backport);
+      // The rollout window: a fix released days ago is not yet a failure to patch.
+      if (auto age = core::days_since(floor->fix_available, ctx.clock.now());
+          age && *age >= 0 && *age < ctx.floors.grace_days) {
+        v.outcome = Outcome::warn;
+        v.reason += fmt::format("; the fix was released {} on {}, inside the {}-day rollout window (grace_days): "
+                                "a fail from {} days after", *age == 0 ? std::string("today") :
+                                *age == 1 ? std::string("1 day ago") : fmt::format("{} days ago", *age),
+                                floor->fix_available, ctx.floors.grace_days, ctx.floors.grace_days);
+      }
       break;
     case FloorVerdict::Status::unsupported_train:
       v.outcome = Outcome::fail;

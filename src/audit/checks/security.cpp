@@ -8,6 +8,7 @@
 
 #include "audit/checks/generic.h"
 #include "audit/checks/tables.h"
+#include "core/clock.h"
 #include "core/strings.h"
 #include "core/version.h"
 
@@ -247,7 +248,48 @@ Verdict pred_exporter_floor(const CheckContext& ctx, const Check& check) {
   return v;
 }
 
+// The floors themselves: a bulletin published after `updated` is not judged by any floor check.
+Verdict pred_floors_fresh(const CheckContext& ctx, const Check&) {
+  const auto& fl = ctx.floors;
+  Verdict v;
+  v.evidence_source = fl.origin;
+  v.evidence_value = fl.updated.empty() ? std::string("no 'updated' date") : fmt::format("updated {}", fl.updated);
+  auto age = core::days_since(fl.updated, ctx.clock.now());
+  if (!age) {
+    v.outcome = Outcome::unverified;
+    v.observed = fl.updated.empty() ? "no date" : fl.updated;
+    v.reason = fmt::format("{} has no valid 'updated' date (YYYY-MM-DD): how current its floors are is unknown; "
+                           "run `cmax floors update` and write the result",
+                           fl.origin);
+    return v;
+  }
+  v.observed = fmt::format("updated {} ({} days ago)", fl.updated, *age);
+  v.expected = fmt::format("updated within {} days (max_age_days)", fl.max_age_days);
+  if (*age > fl.max_age_days) {
+    v.outcome = Outcome::warn;
+    v.reason = fmt::format(
+        "the version floors in {} are {} days old (max_age_days {}): a security bulletin published since {} is not "
+        "judged by any floor check; run `cmax floors update --fetch --write FILE` and audit with --min-versions FILE",
+        fl.origin, *age, fl.max_age_days, fl.updated);
+  } else if (*age < -1) {
+    v.outcome = Outcome::warn;
+    v.reason = fmt::format("the floors say they were updated {}, {} days after this host's clock: check the clock",
+                           fl.updated, -*age);
+  } else {
+    v.outcome = Outcome::pass;
+  }
+  return v;
+}
+
 const Check kChecks[] = {
+    {"security.floors.fresh", Category::security, Severity::version, false, kAnyHarness,
+     "The version floors this audit uses are current",
+     "Security: components judged against the latest published fixes",
+     "Reads the floors file's 'updated' date and compares its age with its max_age_days (45 in the built-in data). "
+     "Every floor check judges only the bulletins published before that date.",
+     "Run `cmax floors update --fetch --write floors.json` (or --feeds DIR offline) and audit with "
+     "--min-versions floors.json; or upgrade cmax.",
+     nullptr, pred_floors_fresh, {}, {}, {}, kFloorsDoc},
     {"security.nvidia_driver.floor", Category::security, Severity::version, true, kAnyHarness,
      "GPU driver branch and version at or above the security floor",
      "Security: GPU driver per branch at or above NVIDIA's latest security bulletin",

@@ -193,6 +193,11 @@ TEST(NetworkCollector, IommuOffAndUnknown) {
   TempHost off;
   off.mkdir("/sys/class/net/eth0");
   off.write("/proc/cmdline", "root=/dev/sda1 amd_iommu=off\n");
+  // A tree that did not capture /sys/kernel/iommu_groups says nothing about the IOMMU...
+  auto uncaptured = collect_with(off.host(), collect_network);
+  EXPECT_EQ(uncaptured.find("iommu.enabled")->status, FactStatus::error);
+  // ...a kernel with the IOMMU off has the directory, empty.
+  off.mkdir("/sys/kernel/iommu_groups");
   auto f = collect_with(off.host(), collect_network);
   EXPECT_EQ(f.value_or("iommu.enabled"), "no");
   EXPECT_EQ(f.value_or("iommu.mode"), "off");
