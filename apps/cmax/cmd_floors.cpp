@@ -86,6 +86,7 @@ int run_update(const FloorsState& s) {
     if (const char* v = std::getenv("CMAX_FEEDS_GITHUB_API")) fo.github_api = v;
     if (const char* v = std::getenv("CMAX_FEEDS_GITHUB_RAW")) fo.github_raw = v;
     if (const char* v = std::getenv("CMAX_FEEDS_OSV_API")) fo.osv_api = v;
+    if (const char* v = std::getenv("CMAX_FEEDS_AMD")) fo.amd = v;
     if (!s.today.empty()) fo.year = std::stoi(s.today.substr(0, 4));
     if (stdout_is_tty()) fmt::print(stderr, "fetching NVIDIA CSAF, OSV and Ubuntu notices...\n");
     auto fetched = feeds::fetch_feeds(*text, fo);

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/clock.h"
+#include "feeds/amd_bulletin.h"
 
 namespace cmax::feeds {
 namespace {
@@ -26,7 +27,22 @@ std::size_t append(char* data, std::size_t size, std::size_t n, void* user) {
   return size * n;
 }
 
-Result<Reply> request(const std::string& url, const FetchOptions& o, const std::string& post_json = {}) {
+// Hosts that did not answer at all: the rest of their requests are skipped, so an unreachable
+// network costs one timeout per host, not one per document.
+struct Unreachable {
+  std::set<std::string> hosts;
+};
+
+std::string host_of(const std::string& url) {
+  auto scheme = url.find("://");
+  auto start = scheme == std::string::npos ? 0 : scheme + 3;
+  return url.substr(0, url.find('/', start));
+}
+
+Result<Reply> request(const std::string& url, const FetchOptions& o, const std::string& post_json = {},
+                      Unreachable* down = nullptr) {
+  if (down && down->hosts.count(host_of(url)))
+    return fail("fetch {}: skipped; {} did not answer an earlier request", url, host_of(url));
   static std::once_flag once;
   std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
   CURL* c = curl_easy_init();
@@ -34,7 +50,7 @@ Result<Reply> request(const std::string& url, const FetchOptions& o, const std::
   Reply r;
   char error[CURL_ERROR_SIZE] = {0};
   curl_slist* headers = nullptr;
-  headers = curl_slist_append(headers, "Accept: application/json");
+  headers = curl_slist_append(headers, "Accept: application/json, text/html;q=0.9, */*;q=0.5");
   if (!post_json.empty()) headers = curl_slist_append(headers, "Content-Type: application/json");
   curl_easy_setopt(c, CURLOPT_URL, url.c_str());
   curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
@@ -53,7 +69,11 @@ Result<Reply> request(const std::string& url, const FetchOptions& o, const std::
   curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r.status);
   curl_slist_free_all(headers);
   curl_easy_cleanup(c);
-  if (rc != CURLE_OK) return fail("fetch {}: {}", url, error[0] ? error : curl_easy_strerror(rc));
+  if (rc != CURLE_OK) {
+    if (down && (rc == CURLE_COULDNT_CONNECT || rc == CURLE_OPERATION_TIMEDOUT || rc == CURLE_COULDNT_RESOLVE_HOST))
+      down->hosts.insert(host_of(url));
+    return fail("fetch {}: {}", url, error[0] ? error : curl_easy_strerror(rc));
+  }
   if (r.status < 200 || r.status >= 300) return fail("fetch {}: HTTP {}", url, r.status);
   return r;
 }
@@ -64,6 +84,7 @@ Result<Fetched> fetch_feeds(std::string_view base_json, const FetchOptions& o) {
   auto base = nlohmann::json::parse(base_json, nullptr, false);
   if (base.is_discarded() || !base.is_object()) return fail("fetch feeds: the base floors file is not JSON");
   Fetched out;
+  Unreachable down;
   int year = o.year;
   if (year == 0) {
     core::SystemClock clock;
@@ -79,7 +100,7 @@ Result<Fetched> fetch_feeds(std::string_view base_json, const FetchOptions& o) {
     if (oldest == 0 || id < oldest) oldest = id;
   }
   for (int y : {year - 1, year}) {
-    auto listing = request(fmt::format("{}/repos/NVIDIA/product-security/contents/{}", o.github_api, y), o);
+    auto listing = request(fmt::format("{}/repos/NVIDIA/product-security/contents/{}", o.github_api, y), o, {}, &down);
     if (!listing) {
       out.notes.push_back({"NVIDIA product-security", listing.error().message});
       continue;
@@ -94,22 +115,46 @@ Result<Fetched> fetch_feeds(std::string_view base_json, const FetchOptions& o) {
       if (id.empty() || id.find_first_not_of("0123456789") != std::string::npos) continue;
       if (oldest != 0 && std::stol(id) < oldest) continue;
       if (out.documents.size() >= o.max_documents) break;
-      auto doc = request(fmt::format("{}/NVIDIA/product-security/main/{}/{}/{}.json", o.github_raw, y, id, id), o);
+      auto doc = request(fmt::format("{}/NVIDIA/product-security/main/{}/{}/{}.json", o.github_raw, y, id, id), o, {}, &down);
       if (doc) out.documents.emplace_back(fmt::format("nvidia-csaf/{}.json", id), std::move(doc->body));
       else out.notes.push_back({fmt::format("NVIDIA {}", id), doc.error().message});
     }
   }
-  // runc: every OSV record for its Go module.
-  auto osv = request(fmt::format("{}/v1/query", o.osv_api), o,
-                     R"({"package":{"name":"github.com/opencontainers/runc","ecosystem":"Go"}})");
-  if (osv) out.documents.emplace_back("osv/runc-query.json", std::move(osv->body));
-  else out.notes.push_back({"osv.dev", osv.error().message});
+  // runc, containerd and Docker Engine (to 28.x): every OSV record for their Go modules.
+  for (auto [file, module] : {std::pair<const char*, const char*>{"runc", "github.com/opencontainers/runc"},
+                              {"containerd", "github.com/containerd/containerd"},
+                              {"containerd-v2", "github.com/containerd/containerd/v2"},
+                              {"docker", "github.com/docker/docker"}}) {
+    auto osv = request(fmt::format("{}/v1/query", o.osv_api), o,
+                       fmt::format(R"({{"package":{{"name":"{}","ecosystem":"Go"}}}})", module), &down);
+    if (osv) out.documents.emplace_back(fmt::format("osv/{}-query.json", file), std::move(osv->body));
+    else out.notes.push_back({"osv.dev", osv.error().message});
+  }
+  // AMD: the GPU bulletins cited, and those the index lists that are newer than the oldest cited.
+  static const std::regex amd_sb(R"(amd-sb-([0-9]+))", std::regex::icase);
+  std::set<long> amd_ids;
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), amd_sb); it != std::sregex_iterator(); ++it)
+    amd_ids.insert(std::stol((*it)[1].str()));
+  if (auto index = request(fmt::format("{}/en/resources/product-security.html", o.amd), o, {}, &down); index) {
+    for (const auto& id : amd_index_gpu_bulletins(index->body)) {
+      long n = std::stol(id.substr(7));
+      if (amd_ids.empty() || n >= *amd_ids.begin()) amd_ids.insert(n);
+    }
+  } else {
+    out.notes.push_back({"AMD product security", index.error().message});
+  }
+  for (long id : amd_ids) {
+    if (out.documents.size() >= o.max_documents) break;
+    auto doc = request(fmt::format("{}/en/resources/product-security/bulletin/amd-sb-{}.html", o.amd, id), o, {}, &down);
+    if (doc) out.documents.emplace_back(fmt::format("amd/amd-sb-{}.html", id), std::move(doc->body));
+    else out.notes.push_back({fmt::format("AMD-SB-{}", id), doc.error().message});
+  }
   // Ubuntu: the notices the kernel CVE table cites.
   static const std::regex usn(R"(USN-[0-9]+-[0-9]+)");
   std::set<std::string> usns;
   for (auto it = std::sregex_iterator(text.begin(), text.end(), usn); it != std::sregex_iterator(); ++it) usns.insert(it->str());
   for (const auto& id : usns) {
-    auto doc = request(fmt::format("{}/canonical/ubuntu-security-notices/main/osv/usn/{}.json", o.github_raw, id), o);
+    auto doc = request(fmt::format("{}/canonical/ubuntu-security-notices/main/osv/usn/{}.json", o.github_raw, id), o, {}, &down);
     if (doc) out.documents.emplace_back(fmt::format("ubuntu/{}.json", id), std::move(doc->body));
     else out.notes.push_back({id, doc.error().message});
   }

@@ -20,6 +20,10 @@ using nlohmann::json;
 const std::map<std::string, std::string>& package_components() {
   static const std::map<std::string, std::string> m = {
       {"github.com/opencontainers/runc", "runc"},
+      {"github.com/containerd/containerd", "containerd"},
+      {"github.com/containerd/containerd/v2", "containerd"},
+      // Docker Engine's releases up to 28.x as the Go module's "+incompatible" versions.
+      {"github.com/docker/docker", "docker"},
   };
   return m;
 }
@@ -52,7 +56,15 @@ Result<FeedDocument> read_osv_record(const json& r, std::string_view name) {
   if (!r["affected"].is_array()) return out;
   for (const auto& a : r["affected"]) {
     if (!a.is_object() || !a.contains("package") || !a["package"].is_object()) continue;
-    auto comp = package_components().find(a["package"].value("name", ""));
+    const std::string package = a["package"].value("name", "");
+    if (package.starts_with("github.com/moby/moby")) {
+      // Since Docker 29 the engine is the module github.com/moby/moby/v2, whose v2.x versions are not
+      // Docker Engine release numbers: no floor can be taken from them.
+      out.notes.push_back({label, fmt::format("{}: its module versions are not Docker Engine releases; read Docker's "
+                                              "release notes for the engine floor", package)});
+      continue;
+    }
+    auto comp = package_components().find(package);
     if (comp == package_components().end()) continue;
     if (!a.contains("ranges") || !a["ranges"].is_array()) continue;
     for (const auto& range : a["ranges"]) {
@@ -62,6 +74,7 @@ Result<FeedDocument> read_osv_record(const json& r, std::string_view name) {
       for (const auto& e : range["events"]) {
         if (!e.is_object() || !e.contains("fixed") || !e["fixed"].is_string()) continue;
         std::string fixed = e["fixed"].get<std::string>();
+        if (fixed.ends_with("+incompatible")) fixed.resize(fixed.size() - std::string_view("+incompatible").size());
         auto v = core::parse_version(fixed);
         if (!v || v->parts.size() < 2) {
           out.notes.push_back({label, fmt::format("{}: fixed '{}' is not a release; skipped", comp->second, fixed)});
@@ -79,7 +92,10 @@ Result<FeedDocument> read_osv_record(const json& r, std::string_view name) {
           out.notes.push_back({label, fmt::format("{}: the fix '{}' is a pre-release; the floor is its release {}",
                                                   comp->second, fixed, floor)});
         }
-        out.fixes.push_back({comp->second, major_minor(*v), floor, cves, label, advisory, out.date, true});
+        // runc's and containerd's advisories list every supported release branch; the docker/docker
+        // module's list only the branches its maintainers tagged.
+        out.fixes.push_back({comp->second, major_minor(*v), floor, cves, label, advisory, out.date,
+                             comp->second != "docker"});
       }
     }
   }

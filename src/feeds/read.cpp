@@ -7,12 +7,14 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "feeds/amd_bulletin.h"
 #include "feeds/nvidia_csaf.h"
 #include "feeds/osv.h"
 
 namespace cmax::feeds {
 
 Result<FeedDocument> read_feed_document(std::string_view text, std::string_view name) {
+  if (name.ends_with(".html")) return read_amd_bulletin(text, std::filesystem::path(name).filename().string());
   auto doc = nlohmann::json::parse(text, nullptr, false);
   if (doc.is_discarded() || !doc.is_object()) return fail("read feed {}: not a JSON object", name);
   if (doc.contains("document") && doc["document"].is_object() && doc["document"].contains("csaf_version"))
@@ -31,7 +33,8 @@ Result<FeedSet> read_feed_dir(const std::filesystem::path& dir) {
   std::vector<std::filesystem::path> files;
   for (auto it = std::filesystem::recursive_directory_iterator(dir, ec); !ec && it != std::filesystem::end(it);
        it.increment(ec))
-    if (it->is_regular_file() && it->path().extension() == ".json") files.push_back(it->path());
+    if (it->is_regular_file() && (it->path().extension() == ".json" || it->path().extension() == ".html"))
+      files.push_back(it->path());
   if (ec) return fail("read feeds {}: {}", dir.string(), ec.message());
   std::sort(files.begin(), files.end());
   FeedSet set;

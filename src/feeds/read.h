@@ -1,6 +1,7 @@
 #pragma once
 // Reads a feed document whatever its kind: an NVIDIA CSAF bulletin, an OSV record, an osv.dev query
-// response or a Canonical USN record (told apart by their own fields). Pure; and a directory of them.
+// response or a Canonical USN record (told apart by their own fields), or an AMD bulletin page
+// (a *.html name). Pure; and a directory of them.
 
 #include <filesystem>
 #include <string_view>
@@ -13,7 +14,7 @@ namespace cmax::feeds {
 
 Result<FeedDocument> read_feed_document(std::string_view text, std::string_view name);
 
-/// Every *.json under `dir` (sorted by name), read; a file that is not a feed document is a note.
+/// Every *.json and *.html under `dir` (sorted by name), read; a file that is not a feed document is a note.
 struct FeedSet {
   std::vector<FeedDocument> documents;
   std::vector<FeedNote> notes;

@@ -77,6 +77,32 @@ Result<FloorsUpdate> update_floors(std::string_view base_json, const std::vector
       }
     };
 
+    // Floors per hardware model (ROCm per Instinct model): each model's floor is raised to its
+    // newest fix, and a model a feed names is added.
+    if (c.contains("models") && c["models"].is_object()) {
+      auto& models = c["models"];
+      std::set<std::string> added_cves;
+      for (const auto& [model, f] : best) {
+        if (model.empty()) continue;
+        std::string cur = models.value(model, "");
+        if (cur.empty()) {
+          models[model] = f->fixed;
+          up.changes.push_back({name, "added", model, "", f->fixed, because(*f)});
+          touch(f);
+        } else if (cmp(f->fixed, cur) > 0) {
+          models[model] = f->fixed;
+          up.changes.push_back({name, "raised", model, cur, f->fixed, because(*f)});
+          touch(f);
+        }
+      }
+      for (const auto* f : fixes) touch(f);
+      if (newest_source && newest_date > base_date) {
+        c["date"] = newest_date;
+        c["source"] = newest_source->advisory;
+      }
+      continue;
+    }
+
     ordered_json& trains = c["trains"];
     if (!trains.is_array()) trains = ordered_json::array();
     std::string floor = c.value("floor", "");
@@ -103,6 +129,8 @@ Result<FloorsUpdate> update_floors(std::string_view base_json, const std::vector
     for (const auto& [train, f] : best) {
       if (train.empty() || have.count(train)) continue;
       if (supersede && !listed.count(train)) continue;
+      // A document older than the component's date does not bring back a line the file dropped.
+      if (!base_date.empty() && f->date < base_date) continue;
       if (!floor.empty() && in_line(floor, train)) continue;  // represented by the component floor
       if (kept.empty() && trains.empty() && c.value("trains", ordered_json::array()).empty() && !c.contains("trains"))
         continue;

@@ -316,3 +316,57 @@ TEST(CheckEngine, AThrowingPredicateBecomesUnverified) {
   EXPECT_EQ(na.outcome, Outcome::not_applicable);
   EXPECT_NE(na.reason.find("slurm"), std::string::npos);
 }
+
+namespace {
+cmax::audit::Finding judge_with(const cmax::audit::Floors& floors, std::string_view id, const Facts& f,
+                                std::chrono::sys_days today) {
+  cmax::core::FixedClock clock(today);
+  for (const auto& c : cmax::audit::all_checks())
+    if (c.id == id) return cmax::audit::run_check(c, {f, floors, cmax::audit::kStandalone, clock});
+  return cmax::audit::Finding{};
+}
+}  // namespace
+
+TEST(SecurityChecks, FloorsOlderThanTheirMaxAgeWarnAndSayHowToRefresh) {
+  auto floors = cmax::audit::parse_floors(
+      R"({"schema": "cmax.min-versions/1", "updated": "2026-10-01", "max_age_days": 30, "components": []})", "f.json");
+  ASSERT_TRUE(floors) << floors.error().message;
+  using namespace std::chrono;
+  auto fresh = judge_with(*floors, "security.floors.fresh", {}, sys_days(year(2026) / 10 / 31));
+  EXPECT_EQ(fresh.outcome, Outcome::pass) << fresh.reason;
+  EXPECT_EQ(fresh.observed, "updated 2026-10-01 (30 days ago)");
+  auto stale = judge_with(*floors, "security.floors.fresh", {}, sys_days(year(2026) / 11 / 1));
+  EXPECT_EQ(stale.outcome, Outcome::warn);
+  EXPECT_NE(stale.reason.find("31 days old (max_age_days 30)"), std::string::npos) << stale.reason;
+  EXPECT_NE(stale.reason.find("cmax floors update"), std::string::npos) << stale.reason;
+  // The built-in floors carry the documented age.
+  auto builtin = cmax::audit::builtin_floors();
+  ASSERT_TRUE(builtin);
+  EXPECT_EQ(builtin->max_age_days, 45);
+  auto undated = cmax::audit::parse_floors(R"({"schema": "cmax.min-versions/1", "components": []})", "u.json");
+  ASSERT_TRUE(undated);
+  EXPECT_EQ(judge_with(*undated, "security.floors.fresh", {}, sys_days(year(2026) / 11 / 1)).outcome, Outcome::unverified);
+  EXPECT_FALSE(cmax::audit::parse_floors(R"({"max_age_days": "soon", "components": []})", "bad.json"));
+  EXPECT_FALSE(cmax::audit::parse_floors(R"({"grace_days": -1, "components": []})", "bad.json"));
+}
+
+TEST(SecurityChecks, AFixReleasedInsideTheGraceWindowWarnsThenFails) {
+  auto floors = cmax::audit::parse_floors(R"({"schema": "cmax.min-versions/1", "updated": "2026-11-30", "grace_days": 3,
+      "components": [{"component": "runc", "kind": "security", "floor": "1.5.1", "date": "2026-12-01",
+                      "fix_available": "2026-11-30", "source": "https://example.invalid/advisory"}]})",
+                                          "g.json");
+  ASSERT_TRUE(floors) << floors.error().message;
+  Facts f;
+  f.present("tool.runc.version", "1.5.0", "runc --version");
+  using namespace std::chrono;
+  auto day2 = judge_with(*floors, "security.runc.floor", f, sys_days(year(2026) / 12 / 2));
+  EXPECT_EQ(day2.outcome, Outcome::warn) << day2.reason;
+  EXPECT_NE(day2.reason.find("released 2 days ago on 2026-11-30, inside the 3-day rollout window"), std::string::npos)
+      << day2.reason;
+  auto day3 = judge_with(*floors, "security.runc.floor", f, sys_days(year(2026) / 12 / 3));
+  EXPECT_EQ(day3.outcome, Outcome::fail) << day3.reason;
+  // A version at the floor passes whatever the day.
+  Facts ok;
+  ok.present("tool.runc.version", "1.5.1", "runc --version");
+  EXPECT_EQ(judge_with(*floors, "security.runc.floor", ok, sys_days(year(2026) / 12 / 2)).outcome, Outcome::pass);
+}
