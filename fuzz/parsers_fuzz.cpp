@@ -1,5 +1,6 @@
 // libFuzzer target: the audit's pure text parsers (dpkg status, os-release, NVIDIA driver version,
-// KEY=VALUE configs, /proc/modules, /proc/mounts, PCI config space).
+// KEY=VALUE configs, /proc/modules, /proc/mounts, PCI config space, cpuinfo, NUMA meminfo, nvidia
+// params, modprobe options, mlxconfig, virtnet, nvidia-smi boost-slider).
 
 #include <cstddef>
 #include <cstdint>
@@ -10,6 +11,7 @@
 #include "audit/parse/nvidia_version.h"
 #include "audit/parse/os_release.h"
 #include "audit/parse/pci_config.h"
+#include "audit/parse/platform.h"
 #include "audit/parse/sysfs.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -28,5 +30,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (auto acs = cmax::audit::parse_acs_control(in)) (void)cmax::audit::describe_acs(*acs);
   (void)cmax::audit::pci_upstream_chain(in);
   (void)cmax::audit::resolve_link_target("/sys/bus/pci/devices/0000:00:01.0", in);
+  (void)cmax::audit::parse_cpuinfo(in);
+  (void)cmax::audit::count_cpulist(in);
+  (void)cmax::audit::parse_node_memtotal_kb(in);
+  (void)cmax::audit::parse_nvidia_params(in);
+  (void)cmax::audit::parse_modprobe_options(in);
+  (void)cmax::audit::parse_mlxconfig_query(in);
+  (void)cmax::audit::parse_virtnet_running_version(in);
+  (void)cmax::audit::parse_boost_slider_list(in);
   return 0;
 }
