@@ -6,7 +6,9 @@
 #include "audit/floors.h"
 #include "core/clock.h"
 
+#include <fstream>
 #include <set>
+#include <sstream>
 
 #include "audit/audit.h"
 #include "audit/check.h"
@@ -369,4 +371,15 @@ TEST(SecurityChecks, AFixReleasedInsideTheGraceWindowWarnsThenFails) {
   Facts ok;
   ok.present("tool.runc.version", "1.5.1", "runc --version");
   EXPECT_EQ(judge_with(*floors, "security.runc.floor", ok, sys_days(year(2026) / 12 / 2)).outcome, Outcome::pass);
+}
+
+TEST(CheckTable, DocsChecksListsEveryCheck) {
+  std::ifstream in(std::string(CMAX_SOURCE_DIR) + "/docs/checks.md");
+  ASSERT_TRUE(in) << "docs/checks.md";
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string doc = ss.str();
+  for (const auto& c : all_checks())
+    EXPECT_NE(doc.find("| `" + std::string(c.id) + "` |"), std::string::npos)
+        << c.id << " is not in docs/checks.md (regenerate the table from `cmax audit --list-checks`)";
 }
