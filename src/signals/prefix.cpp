@@ -141,11 +141,12 @@ bool dmesg_stamp(std::string_view& s, LineInfo& info) {
   skip_spaces(t);
   long long whole;
   std::string_view num = t;
-  if (read_uint(num, whole) && eat(num, '.')) {
+  if (read_uint(num, whole) && (num.empty() || eat(num, '.'))) {
+    // "[ 123.456789]", or whole seconds "[  123]" (printk's stamp without its fraction).
     const std::size_t frac_digits = num.size();
     long long frac = 0;
-    if (!read_uint(num, frac) || !num.empty()) return false;
-    const double f = static_cast<double>(frac) / kPow10[frac_digits];  // read_uint took <= 18 digits
+    if (frac_digits > 0 && (!read_uint(num, frac) || !num.empty())) return false;
+    const double f = frac_digits ? static_cast<double>(frac) / kPow10[frac_digits] : 0.0;  // <= 18 digits
     if (!info.has_time) {
       info.time = static_cast<double>(whole) + f;
       info.has_time = true;
@@ -190,20 +191,27 @@ bool caller_id(std::string_view& s) {
   return true;
 }
 
-// srun -l "12: " or MPI "[12] " / "[1,0]<stdout>: ".
-bool rank_prefix(std::string_view& s, LineInfo& info) {
+// srun -l "12: " or MPI "[12] " / "[1,0]<stdout>: ". `bare` is set for the "[12] " form, which a
+// kernel stamp in whole seconds also has: the caller decides by what follows it.
+bool rank_prefix(std::string_view& s, LineInfo& info, bool& bare) {
   std::string_view t = s;
   long long rank;
+  bare = false;
   if (eat(t, '[')) {
+    bare = true;
     long long job;
     if (!read_uint(t, rank, 6)) return false;
     if (eat(t, ',')) {
       job = rank;
       (void)job;
       if (!read_uint(t, rank, 6)) return false;
+      bare = false;
     }
     if (!eat(t, ']')) return false;
-    if (t.starts_with("<stdout>:") || t.starts_with("<stderr>:")) t.remove_prefix(9);
+    if (t.starts_with("<stdout>:") || t.starts_with("<stderr>:")) {
+      t.remove_prefix(9);
+      bare = false;
+    }
     if (!eat(t, ' ') && !t.empty()) return false;
   } else {
     if (!read_uint(t, rank, 6) || !eat(t, ':') || !eat(t, ' ')) return false;
@@ -253,7 +261,19 @@ LineInfo parse_line_prefix(std::string_view line, int assumed_year) {
     info.message = s;
     return info;
   }
-  rank_prefix(s, info);
+  const std::string_view before_rank = s;
+  bool bare = false;
+  if (rank_prefix(s, info, bare) && bare) {
+    // "[12] " is an MPI rank (MPICH -prepend-rank) only in front of another prefix; in front of
+    // the message itself ("[123] nvidia-nvswitch3: SXid ...") it is the kernel's stamp in whole
+    // seconds, and the line belongs to no rank.
+    std::string_view t = s;
+    LineInfo probe = info;
+    if (!(syslog_prefix(t, probe, assumed_year) || iso_prefix(t, probe) || dmesg_stamp(t, probe) || caller_id(t))) {
+      s = before_rank;
+      info.rank = -1;
+    }
+  }
   if (!syslog_prefix(s, info, assumed_year)) iso_prefix(s, info);
   // dmesg stamps and caller ids, in either order, at most a few.
   for (int i = 0; i < 3; ++i)

@@ -2,7 +2,9 @@
 // Line prefixes in front of a kernel message, as dmesg, syslog, journalctl, srun, mpirun and
 // /dev/kmsg print them. Pure: string_view in, views into the same line out.
 //   0: [ 130.456250] [ T1946] NVRM: Xid ...             srun -l, dmesg, caller id
-//   [3] Nov 22 14:56:47 gpu-07 kernel: [ 130.4] ...     MPI rank, syslog
+//   [3] Nov 22 14:56:47 gpu-07 kernel: [ 130.4] ...     MPI rank, syslog ("[N] " is a rank only in front
+//                                                       of another prefix; "[123] msg" is a stamp in
+//                                                       whole seconds)
 //   2024-11-22T14:56:47+0000 gpu-07 kernel: ...         journalctl -o short-iso
 //   [Sat Oct 12 18:35:32 2024] NVRM: ...                dmesg -T
 //   6,1234,5678901,-;NVRM: ...                          /dev/kmsg record

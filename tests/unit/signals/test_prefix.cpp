@@ -171,10 +171,11 @@ TEST(Prefix, SrunBare) {
 }
 
 TEST(Prefix, MpiRank) {
-  LineInfo info = parse("[3] NVRM: Xid (PCI:0000:3b:00): 13, x");
+  // MPICH's -prepend-rank "[3] " in front of another prefix is a rank...
+  LineInfo info = parse("[3] [ 130.456250] NVRM: Xid (PCI:0000:3b:00): 13, x");
   EXPECT_EQ(info.message, "NVRM: Xid (PCI:0000:3b:00): 13, x");
   EXPECT_EQ(info.rank, 3);
-  EXPECT_FALSE(info.has_time);
+  EXPECT_DOUBLE_EQ(info.time, 130.45625);
 
   LineInfo with_syslog = parse("[3] Nov 22 14:56:47 gpu-07 kernel: [ 130.4] NVRM: x");
   EXPECT_EQ(with_syslog.message, "NVRM: x");
@@ -182,6 +183,23 @@ TEST(Prefix, MpiRank) {
   EXPECT_EQ(with_syslog.host, "gpu-07");
   EXPECT_EQ(with_syslog.stamp, "Nov 22 14:56:47");
   EXPECT_DOUBLE_EQ(with_syslog.time, kNov22);
+}
+
+TEST(Prefix, BareBracketNumberBeforeTheMessageIsAWholeSecondStamp) {
+  // ...in front of the message itself it is the kernel's stamp without its fraction, and the
+  // number in "nvidia-nvswitch3" is the driver's instance, not a task.
+  LineInfo sx = parse("[123] nvidia-nvswitch3: SXid (PCI:0000:07:00.0): 12028, Non-fatal, Link 32 egress non-posted PRIV error");
+  EXPECT_EQ(sx.rank, -1);
+  EXPECT_TRUE(sx.has_time);
+  EXPECT_DOUBLE_EQ(sx.time, 123.0);
+  EXPECT_EQ(sx.stamp, "[123]");
+  EXPECT_EQ(sx.message, "nvidia-nvswitch3: SXid (PCI:0000:07:00.0): 12028, Non-fatal, Link 32 egress non-posted PRIV error");
+  LineInfo padded = parse("[  4512] NVRM: Xid (PCI:0000:3b:00): 79, pid=0, GPU has fallen off the bus.");
+  EXPECT_EQ(padded.rank, -1);
+  EXPECT_DOUBLE_EQ(padded.time, 4512.0);
+  EXPECT_EQ(padded.message, "NVRM: Xid (PCI:0000:3b:00): 79, pid=0, GPU has fallen off the bus.");
+  // srun -l's "12: " stays a task.
+  EXPECT_EQ(parse("12: [ 130.4] NVRM: x").rank, 12);
 }
 
 TEST(Prefix, OpenMpiTaggedOutput) {
