@@ -73,12 +73,16 @@ constexpr std::array<KindDefault, kKindCount> kKindDefaults{{
     {Kind::nfs_ok, Action::ignore},
     {Kind::lustre, Action::monitor},
     {Kind::lustre_conn, Action::monitor},
-    {Kind::ib_port, Action::drain},
+    {Kind::ib_port, Action::monitor},  // module plugged/unplugged, cable errors: a link-down signal decides
     {Kind::ib_health, Action::drain},
     {Kind::net_carrier, Action::drain},
     {Kind::net_link_up, Action::ignore},
     {Kind::oom, Action::restart_app},
     {Kind::conntrack, Action::monitor},
+    {Kind::gpu_off_bus, Action::reboot_node},   // as Xid 79: only a reboot brings the GPU back
+    {Kind::mlx5_cmd_timeout, Action::drain},    // firmware stopped answering commands; resources leak
+    {Kind::mlx5_fatal, Action::reboot_node},    // by syndrome: kMlx5Syndromes
+    {Kind::efa_admin, Action::drain},           // the EFA device stopped answering its admin queue
     {Kind::gpu_lost, Action::reboot_node},       // as Xid 79
     {Kind::gpu_ecc_ue, Action::reset_gpu},       // as Xid 48: reset to remap or retire the row
     {Kind::gpu_row_remap, Action::reset_gpu},    // pending remap needs a reset; failure: see action_for
@@ -119,6 +123,19 @@ constexpr std::array<Action, 6> kRecoveryActions{
     Action::drain,        // 4 Drain and Reset
     Action::drain,        // 5 Recover IMEX domain
 };
+
+// mlx5 health syndromes (drivers/net/ethernet/mellanox/mlx5/core/health.c, hw_err_str()), by what
+// gets the NIC back: a hardware fault is replaced; over-temperature is cooling, not the card (drain,
+// fix the airflow); the firmware faults and an unreadable device (0xff) need a firmware reset,
+// which a reboot gives. Syndromes not listed: reboot_node (the kind's default).
+struct Mlx5Syndrome {
+  int synd;
+  Action action;
+};
+constexpr std::array<Mlx5Syndrome, 2> kMlx5Syndromes{{
+    {0x8, Action::replace},  // unrecoverable hardware error
+    {0x10, Action::drain},   // high temperature
+}};
 
 Action immediate_to_action(std::string_view immediate) {
   for (const auto& row : kImmediateActions)
@@ -460,6 +477,9 @@ Action Catalog::action_for(const Signal& s) const {
   // Remapping failed, or a retirement is pending with remapping unavailable: the GPU goes back.
   if (s.kind == Kind::gpu_row_remap && s.fatal) return Action::replace;
   if (s.kind == Kind::gpu_retired_pages && s.fatal) return Action::reset_gpu;
+  if (s.kind == Kind::mlx5_fatal)
+    for (const auto& row : kMlx5Syndromes)
+      if (row.synd == s.code) return row.action;
   return kKindDefaults[static_cast<int>(s.kind)].action;
 }
 

@@ -12,7 +12,8 @@ namespace {
 // selective.
 enum Anchor : unsigned {
   kXid, kLockup, kLOCKUP, kBlocked, kError, kerror, kNvme, kOrrupt, kEdac, kNfs, kLost, kLink, kPort,
-  kHealth, kKilled, kTable, kAer, kXfs, kDrillMark, kAnchorCount
+  kHealth, kKilled, kTable, kAer, kXfs, kDrillMark, kOffBus, kGpuHead, kCmdLeak, kSynd, kEfaPoll, kEfaAdmin,
+  kEfaClosed, kEfaReset, kEfaReady, kLoading, kAnchorCount
 };
 static_assert(kAnchorCount <= 64, "AnchorSet has 64 bits");
 constexpr std::string_view kAnchors[kAnchorCount] = {
@@ -35,6 +36,16 @@ constexpr std::string_view kAnchors[kAnchorCount] = {
     "AER: ",             // AER reports (their branch decides the line even without "error")
     "XFS (",             // XFS shutdowns ("Filesystem has been shut down", no "error")
     "cmax-drill: ",      // a drill's marker (drill_marker.h): not a signal, but the scanner must see it
+    "fallen off the bus",       // NVRM: GPU has fallen off the bus (with or without Xid 79)
+    "NVRM: The NVIDIA GPU ",    // the first line of the driver's three-line fallen-off-the-bus message
+    "leak of a command",        // mlx5 command timeout
+    "synd 0x",                  // mlx5 print_health_info syndrome ("synd 0x10: High temperature")
+    "for completion (polling)", // EFA admin queue
+    "any completion for admin", // EFA admin queue
+    "Admin queue is closed",    // EFA admin queue
+    "Reset indication didn",    // EFA reset
+    "Device isn't ready",       // EFA reset
+    "NVRM: loading NVIDIA",     // the driver's version (not a signal: the scanner reads the branch)
 };
 
 bool digit(char c) { return c >= '0' && c <= '9'; }
@@ -87,6 +98,27 @@ bool split_tagged(std::string_view m, std::string_view tag, std::size_t max_insi
   return true;
 }
 
+// The hex registers in the last parentheses of an Xid line: "(0x021425c6 0x00000000 ...)" (144-150)
+// or "link 14(0x0, 0x0, 0x10000, 0x0, 0x0, 0x0, 0x0)" (74). At most 7; stops at the first token
+// that is not hex.
+void read_registers(std::string_view s, Signal& sig) {
+  auto open = s.rfind('(');
+  auto close = s.rfind(')');
+  if (open == std::string_view::npos || close == std::string_view::npos || close < open) return;
+  std::string_view in = s.substr(open + 1, close - open - 1);
+  while (!in.empty() && sig.nregs < sig.regs.size()) {
+    while (!in.empty() && (in.front() == ' ' || in.front() == ',')) in.remove_prefix(1);
+    if (in.empty()) break;
+    if (!(in.size() > 2 && in[0] == '0' && (in[1] == 'x' || in[1] == 'X'))) return;
+    in.remove_prefix(2);
+    std::uint32_t v = 0;
+    auto [p, ec] = std::from_chars(in.data(), in.data() + in.size(), v, 16);
+    if (ec != std::errc() || p == in.data()) return;
+    sig.regs[sig.nregs++] = v;
+    in.remove_prefix(static_cast<std::size_t>(p - in.data()));
+  }
+}
+
 std::optional<Signal> xid(std::string_view m) {
   std::string_view inside, s;
   if (!split_tagged(m, "NVRM: Xid (", 96, inside, s)) return std::nullopt;
@@ -100,7 +132,9 @@ std::optional<Signal> xid(std::string_view m) {
     auto v = s.substr(name + 5);
     sig.subject = v.substr(0, v.find_first_of(", "));
   }
-  if (contains(s, "Fatal") && !contains(s, "Nonfatal") && !contains(s, "Non-fatal")) sig.fatal = true;
+  sig.nonfatal_word = contains(s, "Nonfatal") || contains(s, "Non-fatal");
+  if (contains(s, "Fatal") && !sig.nonfatal_word) sig.fatal = true;
+  if ((sig.code >= 144 && sig.code <= 150) || sig.code == 74) read_registers(s, sig);
   if (sig.code == 154) {
     auto to = s.find(" to 0x");
     if (to != std::string_view::npos) {
@@ -304,8 +338,10 @@ std::optional<Signal> mlx5(std::string_view m, Kind kind) {
   sig.device = first_pci(m);
   if (kind == Kind::ib_port) {
     if (contains(m, "Cable plugged") || contains(m, "status: Plugged")) return std::nullopt;
-    auto at = m.find("event: module ");
-    if (at != std::string_view::npos) sig.code = number_at(m.substr(at + 14)).value_or(-1);
+    // "Port module event: module 1, ..." and "Port module event[error]: module 0, ..."
+    auto ev = m.find("Port module event");
+    auto at = ev == std::string_view::npos ? ev : m.find(": module ", ev);
+    if (at != std::string_view::npos) sig.code = number_at(m.substr(at + 9)).value_or(-1);
   }
   sig.fatal = kind == Kind::ib_health;
   return sig;
@@ -344,11 +380,117 @@ std::optional<Signal> oom(std::string_view m) {
   return sig;
 }
 
+// "NVRM: GPU 0000:91:00.0: GPU has fallen off the bus." / the three-line message's last line
+// "NVRM: fallen off the bus and is not responding to commands." (no address: the scanner gives it
+// the one its first line named) / a /dev/kmsg record holding all three lines.
+std::optional<Signal> off_bus(std::string_view m) {
+  if (!contains(m, "NVRM")) return std::nullopt;
+  Signal sig;
+  sig.kind = Kind::gpu_off_bus;
+  sig.fatal = true;
+  if (auto at = m.find("The NVIDIA GPU "); at != std::string_view::npos) sig.device = first_pci(m.substr(at));
+  else sig.device = first_pci(m);
+  return sig;
+}
+
+// "mlx5_core 0000:0b:06.0: wait_func:1133:(pid 97972): ENABLE_HCA(0x104) timeout. Will cause a leak
+// of a command resource": the command is the subject.
+std::optional<Signal> mlx5_cmd_timeout(std::string_view m) {
+  auto at = m.find(" timeout. Will cause a leak");
+  if (at == std::string_view::npos) return std::nullopt;
+  Signal sig;
+  sig.kind = Kind::mlx5_cmd_timeout;
+  sig.device = first_pci(m);
+  sig.subject = word_before(m, at);
+  if (auto paren = sig.subject.find('('); paren != std::string_view::npos) {
+    if (auto op = number_at(sig.subject.substr(paren + 1).substr(sig.subject.substr(paren + 1).starts_with("0x") ? 2 : 0), 16))
+      sig.code = *op;
+  }
+  if (sig.device.empty()) return std::nullopt;  // no PCI address: not a line mlx5_core printed
+  return sig;
+}
+
+// "mlx5_core 0000:41:00.0: print_health_info:421:(pid 0): synd 0x10: High temperature" (code = the
+// syndrome) and "poll_health:478:(pid 0): Fatal error 1 detected" (code -1, the sensor in subject).
+std::optional<Signal> mlx5_fatal(std::string_view m) {
+  Signal sig;
+  sig.kind = Kind::mlx5_fatal;
+  sig.device = first_pci(m);
+  if (sig.device.empty() || !contains(m, "mlx5")) return std::nullopt;
+  if (auto at = m.find(" synd 0x"); at != std::string_view::npos && !contains(m, "ext_synd")) {
+    auto v = number_at(m.substr(at + 8), 16);
+    if (!v) return std::nullopt;
+    sig.code = *v;
+    auto colon = m.find(": ", at + 8);
+    if (colon != std::string_view::npos) sig.subject = m.substr(colon + 2);
+    sig.fatal = true;
+    return sig;
+  }
+  if (auto at = m.find("Fatal error "); at != std::string_view::npos && contains(m, " detected")) {
+    sig.subject = m.substr(at, m.find(" detected", at) - at);
+    sig.fatal = true;
+    return sig;
+  }
+  return std::nullopt;
+}
+
+// EFA admin queue and reset failures: "efa 0000:00:06.0 rdmap0s6: Wait for completion (polling)
+// timeout", "infiniband efa_0: Admin queue is closed". The device is the PCI address, else the
+// RDMA device name (mapped to its PCI address by the reader where the host is live).
+std::optional<Signal> efa(std::string_view m) {
+  Signal sig;
+  sig.kind = Kind::efa_admin;
+  bool efa_line = m.starts_with("efa ") || contains(m, " efa ") || contains(m, "efa_") || contains(m, "infiniband ");
+  if (!efa_line) return std::nullopt;
+  sig.device = first_pci(m);
+  if (sig.device.empty()) {
+    if (auto at = m.find("infiniband "); at != std::string_view::npos) {
+      auto rest = m.substr(at + 11);
+      auto colon = rest.find(':');
+      if (colon == std::string_view::npos || colon > 32) return std::nullopt;
+      sig.device = rest.substr(0, colon);
+    } else {
+      return std::nullopt;
+    }
+  }
+  for (std::string_view what : {"Wait for completion (polling) timeout", "didn't send any completion for admin cmd",
+                                "Admin queue is closed", "Reset indication didn't turn on",
+                                "Reset indication didn't turn off", "Device isn't ready"})
+    if (auto at = m.find(what); at != std::string_view::npos) {
+      sig.subject = m.substr(at, what.size());
+      return sig;
+    }
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::span<const std::string_view> anchor_literals() { return kAnchors; }
 
 AnchorSet drill_marker_anchor() { return AnchorSet{1} << kDrillMark; }
+AnchorSet context_anchors() { return AnchorSet{1} << kGpuHead | AnchorSet{1} << kLoading; }
+
+std::optional<std::string_view> off_bus_head(std::string_view m) {
+  auto at = m.find("NVRM: The NVIDIA GPU ");
+  if (at == std::string_view::npos || contains(m, "fallen off")) return std::nullopt;
+  auto rest = m.substr(at + 21);
+  auto pci = rest.substr(0, rest.find_first_of(" \t"));
+  return is_pci(pci) ? std::optional<std::string_view>(pci) : std::nullopt;
+}
+
+int driver_branch_in(std::string_view m) {
+  // "NVRM: loading NVIDIA UNIX Open Kernel Module for x86_64  570.158.01  Release Build ..."
+  auto at = m.find("NVRM: loading NVIDIA");
+  if (at == std::string_view::npos) return -1;
+  auto rest = m.substr(at);
+  for (std::size_t i = 0; i + 4 < rest.size(); ++i) {
+    if (!digit(rest[i]) || (i > 0 && rest[i - 1] != ' ')) continue;
+    std::size_t j = i;
+    while (j < rest.size() && digit(rest[j])) ++j;
+    if (j - i == 3 && j < rest.size() && rest[j] == '.') return number_at(rest.substr(i, 3)).value_or(-1);
+  }
+  return -1;
+}
 
 bool is_pci(std::string_view s) {
   // DDDD:BB:SS or DDDD:BB:SS.F (domain may be 4+ hex digits on some platforms)
@@ -392,6 +534,15 @@ std::optional<Signal> classify(std::string_view m, AnchorSet present) {
   if (has(kerror, "EXT4-fs error") || has(kXfs, "XFS (")) return fs_error(m);
   if (has(kNfs, "nfs: server ")) return nfs(m);
   if (has(kError, "LustreError") || has(kLost, "was lost")) return lustre(m);
+  if (has(kOffBus, "fallen off the bus")) return off_bus(m);
+  if (has(kCmdLeak, "leak of a command")) return mlx5_cmd_timeout(m);
+  if (has(kSynd, "synd 0x") || (has(kerror, "Fatal error ") && contains(m, "poll_health"))) {
+    if (auto f = mlx5_fatal(m)) return f;
+  }
+  if (has(kEfaPoll, "for completion (polling)") || has(kEfaAdmin, "any completion for admin") ||
+      has(kEfaClosed, "Admin queue is closed") || has(kEfaReset, "Reset indication didn") ||
+      has(kEfaReady, "Device isn't ready"))
+    return efa(m);
   if (has(kPort, "Port module event")) return mlx5(m, Kind::ib_port);
   if (has(kHealth, "health compromised")) return mlx5(m, Kind::ib_health);
   if (has(kLost, "lost carrier")) return carrier(m, Kind::net_carrier, "lost carrier");

@@ -46,8 +46,21 @@ void Scanner::handle_line(std::string_view line, AnchorSet anchors, const std::s
     return;
   }
   auto sig = classify(info.message, anchors);
-  if (!sig) return;
+  if (!sig) {
+    if (anchors & context_anchors()) {
+      if (auto head = off_bus_head(info.message)) off_bus_head_[*who] = std::string(*head);
+      else if (int b = driver_branch_in(info.message); b > 0) branch_[*who] = b;
+    }
+    return;
+  }
   ++stats_.signals;
+  if (sig->kind == Kind::gpu_off_bus && sig->device.empty())
+    if (auto it = off_bus_head_.find(*who); it != off_bus_head_.end()) sig->device = it->second;
+  if (options_.driver_branch > 0) {
+    sig->driver_branch = options_.driver_branch;
+  } else if (auto b = branch_.find(*who); b != branch_.end()) {
+    sig->driver_branch = b->second;
+  }
   if (auto drill = drill_tracker_.match(*who, info.message, info.wall_clock ? info.time : 0)) {
     ++stats_.drill_lines;
     if (drills_ != nullptr) {

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "core/result.h"
@@ -38,6 +39,9 @@ struct ScanOptions {
   int assumed_year = 1970;                 ///< for syslog stamps without a year
   bool kernel_origin_only = false;         ///< drop /dev/kmsg records written from userspace
   Isa isa = best_isa();                    ///< the prefilter's instruction set (clamped to the CPU's)
+  /// The NVIDIA driver branch of every node scanned (picks the Xid 144-150 decode); -1: learn it
+  /// per node from the log's "NVRM: loading NVIDIA ... Kernel Module" line, else unknown.
+  int driver_branch = -1;
 };
 
 class Scanner {
@@ -74,6 +78,10 @@ class Scanner {
   ScanOptions options_;
   ScanStats stats_;
   std::string rank_node_;  // scratch for "<node>/task<N>" names
+  // Per node: the address the last "NVRM: The NVIDIA GPU X" line named (the fallen-off-the-bus
+  // message's head, for its last line), and the driver branch its loading banner named.
+  std::unordered_map<std::string, std::string> off_bus_head_;
+  std::unordered_map<std::string, int> branch_;
   std::vector<Candidate> candidates_;  // scratch: the candidate lines of one chunk
 };
 

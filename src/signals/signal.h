@@ -2,6 +2,7 @@
 // The signal engine's vocabulary: what a kernel log line says (a Signal), what to do about it
 // (an Action, strongest last), and the grouping of many lines into one Incident.
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -35,12 +36,16 @@ enum class Kind : std::uint8_t {
   nfs_ok,          ///< nfs: server X OK (closes nfs_timeout)
   lustre,          ///< LustreError: ...
   lustre_conn,     ///< Lustre: ... Connection to X was lost
-  ib_port,         ///< mlx5_core ...: Port module event: ... Cable unplugged / link down
+  ib_port,         ///< mlx5_core ...: Port module event: ... Cable unplugged, [error] High Temperature (monitor)
   ib_health,       ///< mlx5_core ...: health compromised / ... internal error
   net_carrier,     ///< ib0: lost carrier / Link is Down
   net_link_up,     ///< ... Link is Up / carrier on (closes net_carrier)
   oom,             ///< Out of memory: Killed process N (NAME) / oom-kill:
   conntrack,       ///< nf_conntrack: table full, dropping packet
+  gpu_off_bus,     ///< NVRM: ... GPU has fallen off the bus (the driver's own words, with or without Xid 79)
+  mlx5_cmd_timeout,  ///< mlx5_core ...: wait_func:N:(pid N): CMD(0xN) timeout. Will cause a leak of a command resource
+  mlx5_fatal,      ///< mlx5_core ...: poll_health: Fatal error N detected / print_health_info: synd 0xN: ...
+  efa_admin,       ///< efa ...: admin queue failures (completion timeout, queue closed, reset indication, not ready)
   // Kinds from here on come from cmaxd's probes (NVML, InfiniBand sysfs, filesystem checks),
   // never from a log line; classify() does not return them.
   gpu_lost,          ///< NVML: the GPU is lost / fell off the bus (NVML_ERROR_GPU_IS_LOST)
@@ -56,9 +61,9 @@ enum class Kind : std::uint8_t {
   fs_hung,           ///< a configured mount did not answer stat/statfs within its timeout
   fs_ok,             ///< the mount answers again (closes fs_hung)
 };
-inline constexpr int kKindCount = 36;
+inline constexpr int kKindCount = 40;
 /// Kinds below this come from log lines; the rest only from probes.
-inline constexpr int kLineKindCount = 24;
+inline constexpr int kLineKindCount = 28;
 std::string_view to_string(Kind k);
 std::optional<Kind> parse_kind(std::string_view s);
 
@@ -72,6 +77,15 @@ struct Signal {
   bool corrected = false;      ///< MCE: the line says the error was corrected
   int recovery_action = -1;    ///< Xid 154: the new recovery action (0-5), else -1
   int caused_by = -1;          ///< Xid 45 "caused by previous Xid N", else -1
+  bool nonfatal_word = false;  ///< the line says Nonfatal / Non-fatal
+  /// The registers a line prints in parentheses: Xid 144-150 (IntrInfo, ErrorStatus, debug x5),
+  /// Xid 74 (the seven NVLink error registers). nregs = how many were read.
+  std::array<std::uint32_t, 7> regs{};
+  std::uint8_t nregs = 0;
+  /// The NVIDIA driver branch of the node the line came from (570, 575...), -1 when unknown. Set
+  /// by the reader (scanner: the log's "loading NVIDIA ... Kernel Module" line or --driver-branch;
+  /// cmaxd: /proc/driver/nvidia/version), never by classify(). Picks the Xid 144-150 decode.
+  int driver_branch = -1;
 };
 
 }  // namespace cmax::signals

@@ -185,9 +185,11 @@ TEST(Catalog, KindDefaults) {
       {Kind::block_io, Action::drain},        {Kind::fs_error, Action::drain},
       {Kind::nfs_timeout, Action::monitor},   {Kind::nfs_ok, Action::ignore},
       {Kind::lustre, Action::monitor},        {Kind::lustre_conn, Action::monitor},
-      {Kind::ib_port, Action::drain},         {Kind::ib_health, Action::drain},
+      {Kind::ib_port, Action::monitor},       {Kind::ib_health, Action::drain},
       {Kind::net_carrier, Action::drain},     {Kind::net_link_up, Action::ignore},
       {Kind::oom, Action::restart_app},       {Kind::conntrack, Action::monitor},
+      {Kind::gpu_off_bus, Action::reboot_node}, {Kind::mlx5_cmd_timeout, Action::drain},
+      {Kind::mlx5_fatal, Action::reboot_node},  {Kind::efa_admin, Action::drain},
   };
   for (auto [kind, action] : expected) EXPECT_EQ(c.action_for(of(kind)), action) << to_string(kind);
 }

@@ -213,8 +213,39 @@ const std::vector<KindRow> kKinds = {
      "lost; in progress operations using this service will wait for recovery to complete",
      {Kind::lustre_conn, -1, "scratch-OST0003", Action::monitor}},
     // InfiniBand and Ethernet
+    // A module event is not a fault by itself (a link-down signal decides): monitored.
     {"mlx5_core 0000:1a:00.0: Port module event: module 1, Cable unplugged",
-     {Kind::ib_port, 1, "0000:1a:00.0", Action::drain}},
+     {Kind::ib_port, 1, "0000:1a:00.0", Action::monitor}},
+    {"mlx5_core 0000:1a:00.0: Port module event[error]: module 0, Cable error, High Temperature",
+     {Kind::ib_port, 0, "0000:1a:00.0", Action::monitor}},
+    // The GPU fell off the bus, in the driver's own words (NVSentinel #155; gpud 5014ca5).
+    {"[6781741.548783] NVRM: GPU 0000:91:00.0: GPU has fallen off the bus.",
+     {Kind::gpu_off_bus, -1, "0000:91:00.0", Action::reboot_node, {}, true}},
+    // mlx5 command timeouts (openucx/ucx #7738; an OpenShift troubleshooting page).
+    {"[ 2710.157384] mlx5_core 0000:0b:06.0: wait_func:1133:(pid 97972): ENABLE_HCA(0x104) timeout. Will cause a "
+     "leak of a command resource",
+     {Kind::mlx5_cmd_timeout, 0x104, "0000:0b:06.0", Action::drain, "ENABLE_HCA(0x104)"}},
+    {"mlx5_core 0000:18:00.0: wait_func:1155:(pid 1967079): TEARDOWN_HCA(0x103) timeout. Will cause a leak of a "
+     "command resource",
+     {Kind::mlx5_cmd_timeout, 0x103, "0000:18:00.0", Action::drain, "TEARDOWN_HCA(0x103)"}},
+    // mlx5 health syndromes and fatal sensors (netdev 2020, qemu-devel 2025: real dumps).
+    {"[  131.207065] mlx5_core 0000:41:00.0: print_health_info:421:(pid 0): synd 0x10: High temperature",
+     {Kind::mlx5_fatal, 0x10, "0000:41:00.0", Action::drain, "High temperature", true}},
+    {"[  445.937314] mlx5_core 0000:0d:00.0: print_health_info:447:(pid 0): synd 0x1: firmware internal error",
+     {Kind::mlx5_fatal, 0x1, "0000:0d:00.0", Action::reboot_node, "firmware internal error", true}},
+    {"[  204.791017] mlx5_core 0000:41:00.0: poll_health:478:(pid 0): Fatal error 1 detected",
+     {Kind::mlx5_fatal, -1, "0000:41:00.0", Action::reboot_node, "Fatal error 1", true}},
+    // drivers/net/ethernet/mellanox/mlx5/core/health.c hw_err_str(): 0x8 (from the format string).
+    {"mlx5_core 0000:3b:00.0: print_health_info:421:(pid 0): synd 0x8: unrecoverable hardware error",
+     {Kind::mlx5_fatal, 0x8, "0000:3b:00.0", Action::replace, "unrecoverable hardware error", true}},
+    // EFA admin queue (drivers/infiniband/hw/efa/efa_com.c format strings; efa_main.c reset).
+    {"efa 0000:00:06.0 rdmap0s6: Wait for completion (polling) timeout",
+     {Kind::efa_admin, -1, "0000:00:06.0", Action::drain, "Wait for completion (polling) timeout"}},
+    {"efa 0000:00:06.0 efa_0: Reset indication didn't turn off",
+     {Kind::efa_admin, -1, "0000:00:06.0", Action::drain, "Reset indication didn't turn off"}},
+    {"infiniband efa_0: Admin queue is closed", {Kind::efa_admin, -1, "efa_0", Action::drain, "Admin queue is closed"}},
+    {"efa 0000:00:06.0: Device isn't ready, abort com init",
+     {Kind::efa_admin, -1, "0000:00:06.0", Action::drain, "Device isn't ready"}},
     {"mlx5_core 0000:1a:00.0: poll_health:815:(pid 0): device's health compromised - reached miss count",
      {Kind::ib_health, -1, "0000:1a:00.0", Action::drain, {}, true}},
     {"ib0: lost carrier", {Kind::net_carrier, -1, "ib0", Action::drain}},
