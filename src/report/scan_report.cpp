@@ -56,6 +56,17 @@ void append_incident_json(std::string& out, const Incident& i) {
     core::append_json_string(out, i.related[k]);
   }
   out += ']';
+  // Root cause: the index (in this document's incidents) of the incident that explains this one.
+  key("parent");
+  out += i.parent >= 0 ? std::to_string(i.parent) : "null";
+  if (i.parent >= 0) str("cause", i.cause);
+  key("children");
+  out += '[';
+  for (std::size_t k = 0; k < i.children.size(); ++k) {
+    if (k) out += ',';
+    out += std::to_string(i.children[k]);
+  }
+  out += ']';
   if (!i.origin.empty()) str("origin", i.origin);
   if (!i.drill.empty()) str("drill", i.drill);
   str("sample", i.sample);
@@ -145,6 +156,20 @@ std::string render_scan_terminal(const ScanReport& r, bool color) {
       std::string rel;
       for (const auto& x : i->related) rel += (rel.empty() ? "" : ", ") + x;
       out += fmt::format("  {:<14} folded in: {}\n", "", rel);
+    }
+    if (!i->children.empty()) {
+      out += fmt::format("  {:<14} root cause of:\n", "");
+      for (std::size_t c : i->children)
+        if (c < r.incidents.size()) {
+          const Incident& ch = r.incidents[c];
+          out += fmt::format("  {:<14}   {} {} x{} ({}): {}\n", "", signals::to_string(ch.kind),
+                             ch.device.empty() ? "-" : ch.device, ch.count, signals::to_string(ch.action), ch.cause);
+        }
+    }
+    if (i->parent >= 0 && static_cast<std::size_t>(i->parent) < r.incidents.size()) {
+      const Incident& p = r.incidents[static_cast<std::size_t>(i->parent)];
+      out += fmt::format("  {:<14} caused by {} {} ({})\n", "", signals::to_string(p.kind),
+                         p.device.empty() ? "-" : p.device, p.first_seen);
     }
   }
   if (!r.drills.empty()) {

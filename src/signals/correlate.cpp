@@ -1,6 +1,7 @@
 #include "signals/correlate.h"
 
 #include <algorithm>
+#include <array>
 
 #include <fmt/format.h>
 
@@ -11,10 +12,21 @@ namespace {
 
 constexpr std::size_t kSampleChars = 200;
 
-// Signals that belong to one GPU-fault chain (AER on the GPU, Xid 79 fallen off the bus, Xid 154).
+// Signals that belong to one device-fault chain, keyed by PCI address: a GPU's (AER on the GPU,
+// Xid 79 and the driver's own fallen-off-the-bus message, Xid 154) or a NIC's (health miss, fatal
+// syndrome, command timeouts, EFA admin failures, AER on the NIC).
 bool in_gpu_chain(const Signal& s) {
-  return (s.kind == Kind::xid && (s.code == 79 || s.code == 154)) || s.kind == Kind::aer_fatal ||
-         s.kind == Kind::aer_nonfatal;
+  switch (s.kind) {
+    case Kind::xid: return s.code == 79 || s.code == 154;
+    case Kind::aer_fatal:
+    case Kind::aer_nonfatal:
+    case Kind::gpu_off_bus:
+    case Kind::ib_health:
+    case Kind::mlx5_fatal:
+    case Kind::mlx5_cmd_timeout:
+    case Kind::efa_admin: return true;
+    default: return false;
+  }
 }
 
 std::string label(const Signal& s) {
@@ -197,7 +209,84 @@ Incident& Correlator::open_incident(const Event& e, Action action) {
   return inc;
 }
 
+namespace {
+
+// Root causes: an incident of a child kind on a node, opened while an incident of a parent kind
+// on the same node is recent, is explained by it. Explicit, in priority order; the first rule
+// with a recent parent wins. Windows are from the parent's last line to the child's first.
+struct RootCauseRule {
+  std::array<Kind, 4> parents;
+  std::array<Kind, 6> children;
+  double window_s;
+  bool xid79_child;  ///< Xid 79 counts among the children
+  std::string_view why;
+};
+constexpr Kind kNone = Kind::fs_ok;  // padding: never a parent or child of a rule
+constexpr RootCauseRule kRootCauses[] = {
+    {{Kind::soft_lockup, Kind::hard_lockup, kNone, kNone},
+     {Kind::hung_task, Kind::nfs_timeout, Kind::lustre, Kind::lustre_conn, Kind::fs_hung, kNone},
+     900, false,
+     "a CPU lockup starves the threads that do I/O: blocked tasks, filesystem and Lustre timeouts and a hung mount "
+     "follow from it"},
+    {{Kind::nfs_timeout, Kind::lustre_conn, Kind::lustre, Kind::fs_hung},
+     {Kind::hung_task, kNone, kNone, kNone, kNone, kNone},
+     900, false, "tasks blocked on a filesystem that stopped answering"},
+    {{Kind::aer_fatal, Kind::aer_nonfatal, kNone, kNone},
+     {Kind::gpu_off_bus, Kind::ib_health, Kind::mlx5_fatal, Kind::efa_admin, Kind::nvme, kNone},
+     30, true, "the PCIe link failed first: the device behind it is lost"},
+    {{Kind::ib_port_down, Kind::net_carrier, Kind::ib_health, Kind::mlx5_fatal},
+     {Kind::lustre_conn, Kind::lustre, Kind::nfs_timeout, Kind::fs_hung, kNone, kNone},
+     300, false, "the storage traffic rides the link that went down"},
+};
+
+template <std::size_t N>
+bool listed(const std::array<Kind, N>& kinds, Kind k) {
+  return k != kNone && std::find(kinds.begin(), kinds.end(), k) != kinds.end();
+}
+
+}  // namespace
+
+void Correlator::link_root_cause(std::size_t index) {
+  Incident& child = incidents_[index];
+  if (child.parent >= 0) return;
+  const bool is_xid79 = child.kind == Kind::xid && child.code == 79;
+  for (const auto& rule : kRootCauses) {
+    if (!listed(rule.children, child.kind) && !(rule.xid79_child && is_xid79)) continue;
+    // The latest parent-kind incident on this node, searching back a bounded stretch.
+    std::size_t looked = 0;
+    for (std::size_t i = index; i-- > 0 && looked < 256; ++looked) {
+      Incident& p = incidents_[i];
+      if (p.node != child.node || p.drill != child.drill || p.resolved || !listed(rule.parents, p.kind)) continue;
+      if (p.has_time && child.has_time && (child.first_t - p.last_t > rule.window_s || child.first_t < p.first_t - 60))
+        continue;
+      // One level: a parent that has a root cause of its own hands the child to it.
+      std::size_t root = p.parent >= 0 ? static_cast<std::size_t>(p.parent) : i;
+      child.parent = static_cast<std::int64_t>(root);
+      child.cause = std::string(rule.why);
+      Incident& r = incidents_[root];
+      r.children.push_back(index);
+      raise(r, child.action, fmt::format("root cause of {} ({})", to_string(child.kind), rule.why));
+      return;
+    }
+  }
+}
+
 bool Correlator::add(const Event& e) {
+  bool counted = add_line(e);
+  // A line of an incident with a root cause is covered by the root cause's incident: its action
+  // rises to the line's, and a reader acting on last_incident() acts on the root cause.
+  if (last_) {
+    Incident& inc = incidents_[*last_];
+    if (inc.parent >= 0 && !inc.resolved) {
+      Incident& root = incidents_[static_cast<std::size_t>(inc.parent)];
+      raise(root, inc.action, fmt::format("root cause of {} ({})", to_string(inc.kind), inc.cause));
+      last_ = static_cast<std::size_t>(inc.parent);
+    }
+  }
+  return counted;
+}
+
+bool Correlator::add_line(const Event& e) {
   last_.reset();
   const Signal& s = *e.signal;
   if (catalog_.ignored(s)) {
@@ -295,6 +384,7 @@ bool Correlator::add(const Event& e) {
                    return i.kind == s.kind && i.device == s.device && i.node == *e.node && i.drill == e.drill;
                  });
   if (in_gpu_chain(s) && is_pci(s.device)) gpu_chain_[gpu_key_of(*e.node, s.device, e.drill)] = index;
+  link_root_cause(index);
   if (s.kind == Kind::xid && s.code != 45) xids_by_gpu_[gpu_key_of(*e.node, s.device, e.drill)].push_back(index);
   return true;
 }

@@ -34,6 +34,12 @@ struct Incident {
   std::vector<std::string> related;  ///< folded signals ("Xid 45 x3 (attributed)", "aer_fatal x1")
   std::string reason;   ///< why the action is what it is (catalog, Xid 154, escalation)
   std::string drill;    ///< the drill that wrote the incident's first line (drill_marker.h); empty: a real one
+  /// Root cause (kRootCauses in correlate.cpp): the index of the incident on the same node that
+  /// explains this one (a CPU lockup for the I/O stalls after it), -1 for none; `cause` says why.
+  /// The parent carries the strongest action of its children and lists them.
+  std::int64_t parent = -1;
+  std::string cause;
+  std::vector<std::size_t> children;
 };
 
 /// One classified line with its context.
@@ -54,7 +60,8 @@ class Correlator {
   /// Adds one event. Returns false when the catalog's ignore lists dropped it.
   bool add(const Event& e);
   /// The incident the last add() counted its line in (for a closing signal, the incident it
-  /// resolved); nullopt when the line was ignored, dropped past the cap, or closed nothing.
+  /// resolved; for a line of an incident with a root cause, the root cause's incident, whose action
+  /// then covers it); nullopt when the line was ignored, dropped past the cap, or closed nothing.
   std::optional<std::size_t> last_incident() const { return last_; }
   /// The incidents in order of first appearance.
   const std::vector<Incident>& incidents() const { return incidents_; }
@@ -88,6 +95,8 @@ class Correlator {
   // node + '\x1f' + GPU (PCI address without its function) [+ '\x1f' + drill], in a reused buffer.
   const std::string& gpu_key_of(const std::string& node, std::string_view device, std::string_view drill);
   Incident& open_incident(const Event& e, Action action);
+  bool add_line(const Event& e);
+  void link_root_cause(std::size_t index);
   bool fold_past_cap(const Event& e, Action action);
   bool within_window(const Incident& inc, const LineInfo& info) const;
   void touch(Incident& inc, const LineInfo& info);

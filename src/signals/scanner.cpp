@@ -26,6 +26,24 @@ void Scanner::handle_line(std::string_view line, AnchorSet anchors, const std::s
   LineInfo info = parse_line_prefix(line, options_.assumed_year);
   const std::string* who = &node;
   std::string host_node;
+  // A continuation line (indented, no prefix of its own: the rest of a multi-line printk as
+  // dmesg and journalctl print it) belongs to the line before it: its host and time.
+  const bool continuation = !line.empty() && (line.front() == ' ' || line.front() == '\t') && info.host.empty() &&
+                            !info.has_time && info.rank < 0 && info.kmsg_prio < 0;
+  if (continuation && !last_host_.empty()) info.host = last_host_;  // views into members that outlive the line
+  if (continuation && last_has_time_) {
+    info.stamp = last_stamp_;
+    info.time = last_time_;
+    info.has_time = true;
+    info.wall_clock = last_wall_;
+  }
+  if (!continuation) {
+    last_host_.assign(info.host);
+    last_stamp_.assign(info.stamp);
+    last_has_time_ = info.has_time;
+    last_time_ = info.time;
+    last_wall_ = info.wall_clock;
+  }
   if (!info.host.empty()) {
     host_node = std::string(info.host);
     who = &host_node;

@@ -82,6 +82,10 @@ class Scanner {
   // message's head, for its last line), and the driver branch its loading banner named.
   std::unordered_map<std::string, std::string> off_bus_head_;
   std::unordered_map<std::string, int> branch_;
+  // The last candidate line's host and time, for the continuation lines after it.
+  std::string last_host_, last_stamp_;
+  bool last_has_time_ = false, last_wall_ = false;
+  double last_time_ = 0;
   std::vector<Candidate> candidates_;  // scratch: the candidate lines of one chunk
 };
 
