@@ -300,7 +300,25 @@ Action recovery_action_to_action(int code) {
 }
 
 Result<Catalog> Catalog::builtin() {
-  return from_csv(kXidCatalogCsv, "built-in data/xid_catalog.csv");
+  auto c = from_csv(kXidCatalogCsv, "built-in data/xid_catalog.csv");
+  if (!c) return c;
+  auto d = XidDecoder::builtin();
+  if (!d) return Unexpected<Error>{d.error()};
+  c->decoder_ = std::make_shared<const XidDecoder>(std::move(*d));
+  return c;
+}
+
+std::string Catalog::reason_for(const Signal& s) const {
+  if (s.kind != Kind::xid) return {};
+  if (xid_override_.count(s.code)) return "config override";
+  if (decoder_)
+    if (auto d = decoder_->decode(s)) return d->reason;
+  if (s.code == 154 && s.recovery_action >= 0) return fmt::format("Xid 154 recovery action 0x{:x}", s.recovery_action);
+  if (!xid(s.code))
+    return fmt::format("Xid {} is not in NVIDIA's catalog as cmax has it (data/xid_catalog.csv): newer than it; "
+                       "drained until someone reads it",
+                       s.code);
+  return {};
 }
 
 Result<Catalog> Catalog::from_csv(std::string_view csv, std::string_view origin) {
@@ -469,7 +487,12 @@ Action Catalog::action_for(const Signal& s) const {
   if (s.kind == Kind::xid) {
     if (s.code == 154 && s.recovery_action >= 0)
       return recovery_action_to_action(s.recovery_action);
+    // NVIDIA's register decode (Xid 144-150 sheet, Xid 74 bits) before the catalog's workflow row.
+    if (decoder_)
+      if (auto d = decoder_->decode(s)) return d->action;
     if (const XidInfo* info = xid(s.code)) return info->action;
+    // An Xid newer than the catalog: never silently ignored (docs/signals-config.md).
+    return Action::drain;
   }
   if (s.kind == Kind::sxid && !s.fatal) return Action::monitor;
   // A corrected machine check ("Corrected error, no action required") is watched, not drained.

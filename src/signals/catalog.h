@@ -4,6 +4,7 @@
 // from a JSON config file (docs/signals-config.md). Immutable after construction; thread-safe reads.
 
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -12,6 +13,7 @@
 
 #include "core/result.h"
 #include "signals/signal.h"
+#include "signals/xid_decode.h"
 
 namespace cmax::signals {
 
@@ -56,6 +58,9 @@ class Catalog {
   /// The action for one signal before correlation: the config's override, else Xid 154's own
   /// recovery action, else the catalog row, else the kind's default (SXid: by Fatal/Non-fatal).
   Action action_for(const Signal& s) const;
+  /// Why action_for() says what it says, where more than the catalog row: the Xid decode's sheet
+  /// row, Xid 154's recovery action, an Xid newer than the catalog. Empty otherwise.
+  std::string reason_for(const Signal& s) const;
   /// True when the config says to drop this signal (ignore lists).
   bool ignored(const Signal& s) const;
   const XidInfo* xid(int code) const;
@@ -67,6 +72,7 @@ class Catalog {
 
  private:
   std::map<int, XidInfo> xids_;
+  std::shared_ptr<const XidDecoder> decoder_;  ///< NVIDIA's register decodes (builtin() loads them)
   std::map<int, Action> xid_override_;
   std::map<int, Action> sxid_override_;
   std::map<Kind, Action> kind_override_;

@@ -200,8 +200,8 @@ Incident& Correlator::open_incident(const Event& e, Action action) {
   }
   inc.drill.assign(e.drill);
   if (e.info->kmsg_prio >= 0) inc.origin = (e.info->kmsg_prio >> 3) == 0 ? "kernel" : "userspace";
-  if (e.signal->kind == Kind::xid && e.signal->recovery_action >= 0) {
-    inc.reason = fmt::format("Xid 154 recovery action 0x{:x}", e.signal->recovery_action);
+  if (auto why = catalog_.reason_for(*e.signal); !why.empty()) {
+    inc.reason = std::move(why);
   } else {
     inc.reason = "catalog";
   }

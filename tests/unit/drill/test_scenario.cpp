@@ -222,7 +222,8 @@ TEST(DrillScenarios, TheProofFailsForALineDetectorsDoNotKeyOn) {
   // whose expectation is weaker than its lines is caught.
   auto parsed = parse_scenarios(
       one_step(
-          R"({"after_ms": 0, "level": 3, "line": "NVRM: Xld (PCI:{gpu}): 79, GPU has fallen off the bus."})"),
+          // (misspelt twice: "GPU has fallen off the bus" alone is the driver's own words, a signal)
+          R"({"after_ms": 0, "level": 3, "line": "NVRM: Xld (PCI:{gpu}): 79, GPU has falen off the bus."})"),
       "test.json");
   ASSERT_TRUE(parsed) << parsed.error().message;
   auto steps = render(parsed->front(), Targets{});

@@ -148,7 +148,8 @@ TEST(Catalog, OtherImmediateActions) {
   EXPECT_FALSE(c.xid(159)->application);
   EXPECT_EQ(c.xid(167)->immediate_action, "");  // rows 162-172 have no action yet
   EXPECT_EQ(c.action_for(xid(167)), Action::monitor);
-  EXPECT_EQ(c.action_for(xid(9999)), Action::monitor);  // newer than the catalog
+  EXPECT_EQ(c.action_for(xid(9999)), Action::drain);  // newer than the catalog: never silently ignored
+  EXPECT_NE(c.reason_for(xid(9999)).find("not in NVIDIA's catalog"), std::string::npos);
 }
 
 TEST(Catalog, Xid154FollowsItsRecoveryAction) {

@@ -84,7 +84,8 @@ const std::vector<GoldenRow> kGolden = {
     {15, {Kind::xid, 119, "0002:00:00", Action::reset_gpu, "nvidia-smi"}},
     {16, {Kind::xid, 120, "000f:01:00", Action::reset_gpu, "python"}},
     {17, {Kind::xid, 145, "0000:5f:00", Action::drain}},
-    {18, {Kind::xid, 149, "0018:01:00", Action::drain, {}, /*fatal=*/true}},
+    // NETIR_LINK_EVT, IntrInfo 0x025525c6, ErrorStatus 0: the NVLink decode sheet's V1 row says RESET_GPU.
+    {18, {Kind::xid, 149, "0018:01:00", Action::reset_gpu, {}, /*fatal=*/true}},
     {19, {Kind::xid, 154, "0008:01:00", Action::reset_gpu, {}, false, /*recovery_action=*/1}},
     {20, {Kind::xid, 154, "0018:01:00", Action::drain, {}, false, /*recovery_action=*/4}},
     {21, {Kind::sxid, 20009, "0000:06:00.0", Action::monitor, "nvidia-nvswitch0"}},
@@ -138,7 +139,7 @@ const std::vector<KindRow> kKinds = {
      {Kind::xid, 154, "0000:3b:00", Action::drain, {}, false, 5}},
     {"NVRM: Xid (PCI:0018:01:00): 149, NETIR_LINK_EVT  Fatal   XC0 i0 Link 09 (0x025525c6 0x00000000 "
      "0x00000000 0x00000000 0x00000000 0x00000000)",
-     {Kind::xid, 149, "0018:01:00", Action::drain, {}, /*fatal=*/true}},
+     {Kind::xid, 149, "0018:01:00", Action::reset_gpu, {}, /*fatal=*/true}},
     {"NVRM: Xid (PCI:0008:01:00): 144, SAW_MVB  Nonfatal  XC0 i0 Link 12 (0x00000001 0x00000000)",
      {Kind::xid, 144, "0008:01:00", Action::drain}},
     // NVSwitch
