@@ -17,7 +17,7 @@ constexpr std::size_t kSampleChars = 200;
 // syndrome, command timeouts, EFA admin failures, AER on the NIC).
 bool in_gpu_chain(const Signal& s) {
   switch (s.kind) {
-    case Kind::xid: return s.code == 79 || s.code == 154;
+    case Kind::xid: return s.code == 79 || s.code == 154 || s.code == 74 || (s.code >= 144 && s.code <= 150);
     case Kind::aer_fatal:
     case Kind::aer_nonfatal:
     case Kind::gpu_off_bus:
