@@ -148,6 +148,7 @@ std::vector<Incident> Correlator::take_incidents() {
   latest_.clear();
   open_.clear();
   gpu_chain_.clear();
+  lockup_chain_.clear();
   xids_by_gpu_.clear();
   return std::move(incidents_);
 }
@@ -349,6 +350,26 @@ bool Correlator::add_line(const Event& e) {
     }
   }
 
+  // CPU lockups on one node are one incident: the cores a stuck lock or a storm holds are listed
+  // in it ("CPU#25 x1"), not an incident each.
+  if ((s.kind == Kind::soft_lockup || s.kind == Kind::hard_lockup) && s.code >= 0) {
+    key_.assign(*e.node);
+    key_ += '\x1f';
+    key_.append(to_string(s.kind));
+    key_ += '\x1f';
+    key_.append(e.drill);
+    if (auto lc = lockup_chain_.find(key_); lc != lockup_chain_.end()) {
+      Incident& head = incidents_[lc->second];
+      if (head.code != s.code && within_window(head, *e.info) && !head.resolved) {
+        last_ = lc->second;
+        bump_related(head, fmt::format("CPU#{}", s.code));
+        raise(head, action, fmt::format("{} on more CPUs", to_string(s.kind)));
+        touch(head, *e.info);
+        return true;
+      }
+    }
+  }
+
   auto it = find_latest(*e.node, s.kind, s.code, s.device, e.drill);
   bool past_cap = incidents_.size() >= kIncidentCap;
   if (it && (within_window(incidents_[*it], *e.info) || past_cap)) {
@@ -384,6 +405,14 @@ bool Correlator::add_line(const Event& e) {
                    return i.kind == s.kind && i.device == s.device && i.node == *e.node && i.drill == e.drill;
                  });
   if (in_gpu_chain(s) && is_pci(s.device)) gpu_chain_[gpu_key_of(*e.node, s.device, e.drill)] = index;
+  if ((s.kind == Kind::soft_lockup || s.kind == Kind::hard_lockup) && s.code >= 0) {
+    key_.assign(*e.node);
+    key_ += '\x1f';
+    key_.append(to_string(s.kind));
+    key_ += '\x1f';
+    key_.append(e.drill);
+    lockup_chain_[key_] = index;
+  }
   link_root_cause(index);
   if (s.kind == Kind::xid && s.code != 45) xids_by_gpu_[gpu_key_of(*e.node, s.device, e.drill)].push_back(index);
   return true;

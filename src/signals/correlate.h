@@ -106,6 +106,7 @@ class Correlator {
   std::vector<Incident> incidents_;
   FlatIndex latest_;  ///< (node, kind, code, device) -> last incident
   FlatIndex open_;    ///< (node, kind, device) -> open incident a closing signal can resolve
+  std::unordered_map<std::string, std::size_t> lockup_chain_;  ///< node|kind|drill -> its lockup incident
   std::unordered_map<std::string, std::size_t> gpu_chain_;  ///< node|gpu -> last GPU-fault incident
   std::unordered_map<std::string, std::vector<std::size_t>> xids_by_gpu_;  ///< node|gpu -> Xid incidents but 45
   std::string key_;  ///< scratch for gpu_key_of
