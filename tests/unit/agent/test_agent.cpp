@@ -18,6 +18,7 @@
 
 #include "agent/agent.h"
 #include "agent/event_log.h"
+#include "probes/probe.h"
 #include "signals/drill_marker.h"
 #include "support/kmsg.h"
 
@@ -502,6 +503,38 @@ TEST(AgentResumeWatch, AResumeSomeoneElseMadeIsRecorded) {
   EXPECT_EQ((*rows)[0].status, "done");
   EXPECT_NE((*rows)[0].reason.find("resumed by someone else"), std::string::npos);
   EXPECT_EQ(sched.resumes(), 0u) << "nothing was asked of the scheduler";
+}
+
+// The rater's dirty-inode incident on a live agent: soft lockups on one NUMA node's cores, then
+// blocked tasks, a Lustre eviction and the storage probe failing. cmaxd drains once, for the CPU
+// lockup; the storage probe's finding is its child, not a second drain for a storage fault.
+TEST(AgentRootCause, TheDirtyInodeDeadlockDrainsOnceForTheCpuLockup) {
+  if (::access("/dev/kmsg", W_OK) != 0) GTEST_SKIP() << "needs root to write /dev/kmsg";
+  DevkmsgUnlimited unlimited;
+  Fixture fx;
+  RecordingScheduler sched;
+  Agent agent(fx.options(), catalog(), *fx.log, sched);
+  std::jthread run([&](std::stop_token st) { EXPECT_TRUE(agent.run(st)); });
+  const int tag = static_cast<int>(std::random_device{}() % 90000) + 10000;
+  for (int cpu = 24; cpu < 28; ++cpu)
+    write_kmsg(fmt::format("<4>watchdog: BUG: soft lockup - CPU#{} stuck for 23s! [kworker/{}:1:{}]\n", cpu, cpu, tag + cpu));
+  ASSERT_TRUE(eventually([&] { return !sched.calls_about("soft_lockup").empty(); })) << "no drain for the lockup";
+  write_kmsg(fmt::format("<3>INFO: task python3:{} blocked for more than 120 seconds.\n", tag));
+  write_kmsg("<3>LustreError: 167-0: scratch-MDT0000-mdc-ffff9a7c0a2b4000: This client was evicted by scratch-MDT0000; "
+             "in progress operations using this service will fail.\n");
+  probes::Finding hung;
+  hung.kind = signals::Kind::fs_hung;
+  hung.device = fmt::format("/lustre-{}", tag);
+  hung.text = fmt::format("fs: {} did not answer statfs within 5 s", hung.device);
+  agent.observe("fs", hung);
+  std::this_thread::sleep_for(400ms);  // room for a second drain, which must not come
+  run.request_stop();
+  run.join();
+  auto lockup = sched.calls_about("soft_lockup");
+  ASSERT_EQ(lockup.size(), 1u);
+  EXPECT_EQ(lockup[0].verb, "drain");
+  EXPECT_TRUE(sched.calls_about("fs_hung").empty()) << "the storage probe drained on its own";
+  EXPECT_TRUE(sched.calls_about(hung.device).empty());
 }
 
 }  // namespace
