@@ -15,6 +15,7 @@
 #include "core/clock.h"
 #include "report/scan_report.h"
 #include "signals/catalog.h"
+#include "signals/host_map.h"
 #include "signals/scanner.h"
 
 namespace cmax::app {
@@ -24,6 +25,7 @@ struct ScanFlags {
   std::vector<std::string> files;
   bool json = false;
   bool journal = false;
+  int driver_branch = -1;
   std::string since = "7d";
   std::string config;
   std::string node;
@@ -70,6 +72,12 @@ int run_scan(const ScanFlags& f) {
   signals::ScanOptions opt;
   opt.assumed_year = core::utc_year(clock.now());
   opt.kernel_origin_only = f.kernel_only;
+  opt.driver_branch = f.driver_branch;
+  if (f.files.empty()) {
+    // This host's own log: its RDMA devices map to PCI addresses, and its driver names its branch.
+    opt.live_sys_root = "/sys";
+    if (opt.driver_branch <= 0) opt.driver_branch = signals::nvidia_driver_branch();
+  }
   if (f.prefilter == "scalar") opt.isa = signals::Isa::scalar;
   if (f.prefilter == "avx2") opt.isa = signals::Isa::avx2;
   signals::Correlator correlator(*catalog), drills(*catalog);
@@ -145,6 +153,11 @@ Runner setup_scan(CLI::App& sub) {
   sub.add_flag("--kernel-only", f->kernel_only,
                "Drop /dev/kmsg records written from userspace (an injected '<3>NVRM: Xid' becomes facility user)");
   sub.add_option("--timeout", f->timeout_s, "With --journal: seconds before journalctl is stopped")->check(CLI::Range(1, 86400));
+  sub.add_option("--driver-branch", f->driver_branch,
+                 "NVIDIA driver branch of the logs' nodes (570, 575...): picks the Xid 144-150 decode (V1 before R575,\n"
+                 "V2 from R575). Default: each node's 'NVRM: loading NVIDIA ... Kernel Module' line, or, for this\n"
+                 "machine's own log, /proc/driver/nvidia/version; unknown: both, the stronger action, said so")
+      ->check(CLI::Range(1, 9999));
   sub.add_flag("--no-color", f->no_color, "No ANSI colours");
   sub.add_option("--prefilter", f->prefilter,
                  "Instruction set of the first pass: avx512, avx2 or scalar (default: the best this CPU has;\n"

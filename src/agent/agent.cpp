@@ -1,4 +1,5 @@
 #include "agent/agent.h"
+#include "signals/host_map.h"
 
 #include <time.h>
 
@@ -89,7 +90,8 @@ Agent::Agent(AgentOptions options, const signals::Catalog& catalog, EventLog& lo
       catalog_(catalog),
       log_(log),
       scheduler_(scheduler),
-      correlator_(std::make_unique<signals::Correlator>(catalog)) {}
+      correlator_(std::make_unique<signals::Correlator>(catalog)),
+      driver_branch_(options_.driver_branch > 0 ? options_.driver_branch : signals::nvidia_driver_branch()) {}
 
 Agent::~Agent() = default;
 
@@ -234,6 +236,15 @@ void Agent::process(const KmsgRecord& rec) {
   auto sig = signals::classify(info.message);
   if (!sig) return;
   ++stats_.signals;
+  // This host's own log: its driver branch (the Xid 144-150 decode) and its RDMA devices' PCI addresses.
+  sig->driver_branch = driver_branch_;
+  std::string mapped;
+  if (!sig->device.empty() && !signals::is_pci(sig->device) &&
+      (sig->kind == signals::Kind::efa_admin || sig->kind == signals::Kind::ib_health ||
+       sig->kind == signals::Kind::mlx5_fatal)) {
+    mapped = signals::rdma_device_pci(sig->device);
+    if (!mapped.empty()) sig->device = mapped;
+  }
   static const std::string kKernel = "kernel", kUserspace = "userspace";
   std::lock_guard lock(detect_mu_);
   // A drill's line is acted on like the fault it imitates while the drill runs (that is what the

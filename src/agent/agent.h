@@ -37,6 +37,7 @@ struct AgentOptions {
   std::string node;                        ///< this node's name in the scheduler
   std::string kmsg_path = "/dev/kmsg";
   std::string boot_id;                     ///< this boot (kmsg seq restarts at each boot)
+  int driver_branch = -1;                  ///< NVIDIA driver branch (Xid 144-150 decode); -1: read /proc
   Origins act_on = Origins::any;
   bool from_now = false;                   ///< with no resume point for this boot, skip the records there now
   signals::Action drain_at = signals::Action::drain;  ///< incidents at or above drain the node
@@ -152,6 +153,7 @@ class Agent {
   EventLog& log_;
   sched::Scheduler& scheduler_;
   std::vector<ProbeEntry> probes_;
+  int driver_branch_ = -1;  ///< this host's NVIDIA driver branch (/proc/driver/nvidia/version), -1 unknown
   std::mutex detect_mu_;  ///< the correlator and the maps below: kmsg and probe threads share them
   std::unique_ptr<signals::Correlator> correlator_;
   signals::DrillTracker drills_;  ///< drill markers seen in the log (with detect_mu_)

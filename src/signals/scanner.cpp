@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "signals/classify.h"
+#include "signals/host_map.h"
 #include "signals/prefix.h"
 
 namespace cmax::signals {
@@ -74,6 +75,12 @@ void Scanner::handle_line(std::string_view line, AnchorSet anchors, const std::s
   ++stats_.signals;
   if (sig->kind == Kind::gpu_off_bus && sig->device.empty())
     if (auto it = off_bus_head_.find(*who); it != off_bus_head_.end()) sig->device = it->second;
+  std::string mapped;
+  if (!options_.live_sys_root.empty() && !sig->device.empty() && !is_pci(sig->device) &&
+      (sig->kind == Kind::efa_admin || sig->kind == Kind::ib_health || sig->kind == Kind::mlx5_fatal)) {
+    mapped = rdma_device_pci(sig->device, options_.live_sys_root);
+    if (!mapped.empty()) sig->device = mapped;
+  }
   if (options_.driver_branch > 0) {
     sig->driver_branch = options_.driver_branch;
   } else if (auto b = branch_.find(*who); b != branch_.end()) {

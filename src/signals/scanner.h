@@ -42,6 +42,9 @@ struct ScanOptions {
   /// The NVIDIA driver branch of every node scanned (picks the Xid 144-150 decode); -1: learn it
   /// per node from the log's "NVRM: loading NVIDIA ... Kernel Module" line, else unknown.
   int driver_branch = -1;
+  /// Where the log is this host's own (the live /dev/kmsg, the journal): its sysfs root, to map
+  /// RDMA device names in NIC lines to their PCI addresses. Empty: no mapping (files from anywhere).
+  std::string live_sys_root;
 };
 
 class Scanner {

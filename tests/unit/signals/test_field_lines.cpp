@@ -5,14 +5,20 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
 #include <fmt/format.h>
 
 #include "signals/catalog.h"
+#include "signals/classify.h"
 #include "signals/correlate.h"
+#include "signals/host_map.h"
 #include "signals/scanner.h"
 
 using namespace cmax::signals;
@@ -202,4 +208,36 @@ TEST(FieldLines, AStorageOutageWithoutALockupIsItsOwnRootCause) {
   EXPECT_EQ(inc[0].kind, Kind::nfs_timeout);
   EXPECT_EQ(inc[1].parent, 0);
   EXPECT_NE(inc[1].cause.find("filesystem that stopped answering"), std::string::npos);
+}
+
+TEST(HostMap, RdmaDeviceToPciAndTheDriverBranchFromALiveTree) {
+  namespace fs = std::filesystem;
+  fs::path root = fs::path(::testing::TempDir()) / fmt::format("cmax-hostmap-{}", ::getpid());
+  fs::remove_all(root);
+  fs::create_directories(root / "sys/devices/pci0000:00/0000:00:06.0");
+  fs::create_directories(root / "sys/class/infiniband/efa_0");
+  fs::create_symlink("../../../devices/pci0000:00/0000:00:06.0", root / "sys/class/infiniband/efa_0/device");
+  EXPECT_EQ(rdma_device_pci("efa_0", (root / "sys").string()), "0000:00:06.0");
+  EXPECT_EQ(rdma_device_pci("mlx5_9", (root / "sys").string()), "");
+  EXPECT_EQ(rdma_device_pci("../efa_0", (root / "sys").string()), "");
+  fs::create_directories(root / "proc/driver/nvidia");
+  {
+    std::ofstream v(root / "proc/driver/nvidia/version");
+    v << "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  575.57.08  Release Build  (dvs-builder@U16)  Sat May 24 2025\n"
+         "GCC version:  gcc version 12.3.0\n";
+  }
+  EXPECT_EQ(nvidia_driver_branch((root / "proc").string()), 575);
+  EXPECT_EQ(nvidia_driver_branch((root / "nowhere").string()), -1);
+  // A live scan maps an EFA line's RDMA device to its card.
+  Correlator correlator(catalog());
+  ScanOptions o;
+  o.live_sys_root = (root / "sys").string();
+  auto scanner = Scanner::create(correlator, o);
+  ASSERT_TRUE(scanner);
+  ASSERT_TRUE(scanner->scan_text("[ 5.0] infiniband efa_0: Admin queue is closed\n", "n1"));
+  ASSERT_EQ(correlator.incidents().size(), 1u);
+  EXPECT_EQ(correlator.incidents()[0].device, "0000:00:06.0");
+  // The driver's loading banner sets the branch for that node's later lines.
+  EXPECT_EQ(driver_branch_in("NVRM: loading NVIDIA UNIX Open Kernel Module for x86_64  570.158.01  Release Build"), 570);
+  fs::remove_all(root);
 }
