@@ -132,7 +132,10 @@ cmax_med=$(median "${cmax_ms[@]}")
 "$bin" scan --json "$log" >"$tmp/scan.json" 2>/dev/null || true
 read -r cmax_xid prefilter < <(python3 -c 'import json, sys
 d = json.load(open(sys.argv[1]))
-print(sum(i.get("count", 0) for i in d.get("incidents", []) if i.get("kind") == "xid"), d["stats"].get("prefilter", "?"))' \
+# Xid lines: the Xid incidents own lines, and the Xid lines folded into any incident ("Xid 154 x1").
+own = sum(i.get("count", 0) for i in d.get("incidents", []) if i.get("kind") == "xid")
+folded = sum(int(r.rsplit(" x", 1)[1]) for i in d.get("incidents", []) for r in i.get("related", []) if r.startswith("Xid "))
+print(own + folded, d["stats"].get("prefilter", "?"))' \
   "$tmp/scan.json" 2>/dev/null || echo "unparsable ?")
 
 awk -v b="$bytes" -v m="$cmax_med" -v r="$runs" -v kb="$cmax_rss_kb" -v p="$prefilter" 'BEGIN {

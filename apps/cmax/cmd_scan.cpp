@@ -155,8 +155,8 @@ Runner setup_scan(CLI::App& sub) {
   sub.add_option("--timeout", f->timeout_s, "With --journal: seconds before journalctl is stopped")->check(CLI::Range(1, 86400));
   sub.add_option("--driver-branch", f->driver_branch,
                  "NVIDIA driver branch of the logs' nodes (570, 575...): picks the Xid 144-150 decode (V1 before R575,\n"
-                 "V2 from R575). Default: each node's 'NVRM: loading NVIDIA ... Kernel Module' line, or, for this\n"
-                 "machine's own log, /proc/driver/nvidia/version; unknown: both, the stronger action, said so")
+                 "V2 from R575). Default: for this machine's own log, /proc/driver/nvidia/version; otherwise\n"
+                 "unknown: both generations are tried, the stronger action is taken and the reason says so")
       ->check(CLI::Range(1, 9999));
   sub.add_flag("--no-color", f->no_color, "No ANSI colours");
   sub.add_option("--prefilter", f->prefilter,

@@ -21,12 +21,10 @@ using AnchorSet = std::uint64_t;
 AnchorSet drill_marker_anchor();
 
 /// Anchors of lines that are context, not signals: the first line of the driver's three-line
-/// fallen-off-the-bus message, and the driver's loading banner.
+/// fallen-off-the-bus message.
 AnchorSet context_anchors();
 /// "NVRM: The NVIDIA GPU 0000:b3:00.0" (the three-line message's head): the address.
 std::optional<std::string_view> off_bus_head(std::string_view message);
-/// The driver branch a "NVRM: loading NVIDIA ... Kernel Module ... 570.158.01" line names, else -1.
-int driver_branch_in(std::string_view message);
 
 /// The signal a kernel message (prefixes removed) reports, or nullopt for anything else.
 std::optional<Signal> classify(std::string_view message);

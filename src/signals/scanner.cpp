@@ -68,7 +68,6 @@ void Scanner::handle_line(std::string_view line, AnchorSet anchors, const std::s
   if (!sig) {
     if (anchors & context_anchors()) {
       if (auto head = off_bus_head(info.message)) off_bus_head_[*who] = std::string(*head);
-      else if (int b = driver_branch_in(info.message); b > 0) branch_[*who] = b;
     }
     return;
   }
@@ -81,11 +80,7 @@ void Scanner::handle_line(std::string_view line, AnchorSet anchors, const std::s
     mapped = rdma_device_pci(sig->device, options_.live_sys_root);
     if (!mapped.empty()) sig->device = mapped;
   }
-  if (options_.driver_branch > 0) {
-    sig->driver_branch = options_.driver_branch;
-  } else if (auto b = branch_.find(*who); b != branch_.end()) {
-    sig->driver_branch = b->second;
-  }
+  if (options_.driver_branch > 0) sig->driver_branch = options_.driver_branch;
   if (auto drill = drill_tracker_.match(*who, info.message, info.wall_clock ? info.time : 0)) {
     ++stats_.drill_lines;
     if (drills_ != nullptr) {

@@ -39,8 +39,8 @@ struct ScanOptions {
   int assumed_year = 1970;                 ///< for syslog stamps without a year
   bool kernel_origin_only = false;         ///< drop /dev/kmsg records written from userspace
   Isa isa = best_isa();                    ///< the prefilter's instruction set (clamped to the CPU's)
-  /// The NVIDIA driver branch of every node scanned (picks the Xid 144-150 decode); -1: learn it
-  /// per node from the log's "NVRM: loading NVIDIA ... Kernel Module" line, else unknown.
+  /// The NVIDIA driver branch of every node scanned (picks the Xid 144-150 decode); -1 unknown
+  /// (both generations of the sheet are tried).
   int driver_branch = -1;
   /// Where the log is this host's own (the live /dev/kmsg, the journal): its sysfs root, to map
   /// RDMA device names in NIC lines to their PCI addresses. Empty: no mapping (files from anywhere).
@@ -82,9 +82,8 @@ class Scanner {
   ScanStats stats_;
   std::string rank_node_;  // scratch for "<node>/task<N>" names
   // Per node: the address the last "NVRM: The NVIDIA GPU X" line named (the fallen-off-the-bus
-  // message's head, for its last line), and the driver branch its loading banner named.
+  // message's head, for its last line).
   std::unordered_map<std::string, std::string> off_bus_head_;
-  std::unordered_map<std::string, int> branch_;
   // The last candidate line's host and time, for the continuation lines after it.
   std::string last_host_, last_stamp_;
   bool last_has_time_ = false, last_wall_ = false;

@@ -83,8 +83,8 @@ struct Signal {
   std::array<std::uint32_t, 7> regs{};
   std::uint8_t nregs = 0;
   /// The NVIDIA driver branch of the node the line came from (570, 575...), -1 when unknown. Set
-  /// by the reader (scanner: the log's "loading NVIDIA ... Kernel Module" line or --driver-branch;
-  /// cmaxd: /proc/driver/nvidia/version), never by classify(). Picks the Xid 144-150 decode.
+  /// by the reader (cmax scan --driver-branch, or /proc/driver/nvidia/version for this machine's
+  /// own log and cmaxd), never by classify(). Picks the Xid 144-150 decode.
   int driver_branch = -1;
 };
 
