@@ -12,7 +12,7 @@ namespace {
 // selective.
 enum Anchor : unsigned {
   kXid, kLockup, kLOCKUP, kBlocked, kError, kerror, kNvme, kOrrupt, kEdac, kNfs, kLost, kLink, kPort,
-  kHealth, kKilled, kTable, kAer, kXfs, kDrillMark, kOffBus, kGpuHead, kCmdLeak, kSynd, kEfaPci, kEfaDev, kAnchorCount
+  kHealth, kKilled, kTable, kAer, kXfs, kDrillMark, kOffBus, kGpuHead, kCmdLeak, kSynd, kEfaPci, kEfaDev, kEfaRdmap, kAnchorCount
 };
 static_assert(kAnchorCount <= 64, "AnchorSet has 64 bits");
 constexpr std::string_view kAnchors[kAnchorCount] = {
@@ -45,6 +45,7 @@ constexpr std::string_view kAnchors[kAnchorCount] = {
     "synd 0x",             // mlx5 print_health_info syndrome ("synd 0x10: High temperature")
     "efa 0",               // EFA lines of the in-tree driver: "efa 0000:00:06.0 efa_0: Admin queue is closed"
     "efa_",                // EFA lines named by RDMA device: "infiniband efa_0: ..." (out-of-tree driver)
+    "rdmap",               // EFA RDMA devices named like their netdev: "infiniband rdmap16s27: ..."
 };
 
 bool digit(char c) { return c >= '0' && c <= '9'; }
@@ -400,10 +401,17 @@ std::optional<Signal> mlx5_cmd_timeout(std::string_view m) {
   Signal sig;
   sig.kind = Kind::mlx5_cmd_timeout;
   sig.device = first_pci(m);
-  sig.subject = word_before(m, at);
-  if (auto paren = sig.subject.find('('); paren != std::string_view::npos) {
-    if (auto op = number_at(sig.subject.substr(paren + 1).substr(sig.subject.substr(paren + 1).starts_with("0x") ? 2 : 0), 16))
-      sig.code = *op;
+  // The command: "ENABLE_HCA(0x104)" right before " timeout", or before " Async, timeout"
+  // (cb_timeout_handler). Its opcode is the code.
+  auto open = m.rfind("(0x", at);
+  if (open != std::string_view::npos) {
+    auto close = m.find(')', open);
+    auto begin = m.rfind(' ', open);
+    begin = begin == std::string_view::npos ? 0 : begin + 1;
+    if (close != std::string_view::npos && close < at) {
+      sig.subject = m.substr(begin, close + 1 - begin);
+      if (auto op = number_at(m.substr(open + 3), 16)) sig.code = *op;
+    }
   }
   if (sig.device.empty()) return std::nullopt;  // no PCI address: not a line mlx5_core printed
   return sig;
@@ -524,7 +532,7 @@ std::optional<Signal> classify(std::string_view m, AnchorSet present) {
   if (has(kSynd, "synd 0x") || (has(kerror, "Fatal error ") && contains(m, "poll_health"))) {
     if (auto f = mlx5_fatal(m)) return f;
   }
-  if (has(kEfaPci, "efa 0") || has(kEfaDev, "efa_"))
+  if (has(kEfaPci, "efa 0") || has(kEfaDev, "efa_") || has(kEfaRdmap, "rdmap"))
     if (auto f = efa(m)) return f;
   if (has(kPort, "Port module event")) return mlx5(m, Kind::ib_port);
   if (has(kHealth, "health compromised")) return mlx5(m, Kind::ib_health);

@@ -608,9 +608,9 @@ document.body.insertAdjacentHTML('beforeend', '<pre id="meas' + 'ured">' + JSON.
 // overwrote results.json where cmax.db appended, and the auto harness fell back silently.
 TEST_F(RaterRun, SmallDefectsOfTheFirstHour) {
   if (can_inject()) {
-    // A drill uses one of the two hourly drains (its second incident finds the node drained), so
-    // a real fault after it is still acted on.
-    auto agent = start_cmaxd({"--breaker-max", "2", "--resume-watch-ms", "200"});
+    // A drill uses one of the hourly drains, so a real fault after it is still acted on; a drain that
+    // finds the node already drained is "unchanged" and uses none.
+    auto agent = start_cmaxd({"--breaker-max", "3", "--resume-watch-ms", "200"});
     const fs::path out = dir_ / "drill";
     auto d = cmax_run(drill_args(out, {"--inject", "local"}), env_, 90s);
     ASSERT_EQ(d.code, 0) << d.out << d.err;
@@ -624,6 +624,13 @@ TEST_F(RaterRun, SmallDefectsOfTheFirstHour) {
     auto drained = cluster_->wait_for("n1", [](const auto& s) { return s.drain_flag(); }, 10s);
     EXPECT_TRUE(drained) << slurp(cluster_->dir() / "cmaxd.log");
     if (drained) EXPECT_NE(drained->reason.find(pci), std::string::npos) << drained->reason;
+    // A second, unrelated fault while the node is drained: its drain changes nothing, is recorded
+    // "unchanged" and is not counted by the breaker (the drill's own lines are one incident now:
+    // its AER report is the root cause of its Xid 79, so it drains once).
+    const std::string pci2 = cmax::test::unique_pci();
+    ASSERT_TRUE(cmax::test::write_kmsg(
+        fmt::format("<3>NVRM: Xid (PCI:{}): 79, pid=1, name=train, GPU has fallen off the bus.\n", pci2)));
+    std::this_thread::sleep_for(1500ms);
     auto db = cmax::store::Database::open((cluster_->dir() / "cmaxd.db").string());
     ASSERT_TRUE(db);
     auto st = db->prepare("SELECT status FROM actions WHERE verb = 'drain' ORDER BY id");

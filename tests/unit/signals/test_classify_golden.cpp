@@ -245,6 +245,15 @@ const std::vector<KindRow> kKinds = {
     {"efa 0000:00:06.0 efa_0: Reset indication didn't turn off",
      {Kind::efa_admin, -1, "0000:00:06.0", Action::drain, "Reset indication didn't turn off"}},
     {"infiniband efa_0: Admin queue is closed", {Kind::efa_admin, -1, "efa_0", Action::drain, "Admin queue is closed"}},
+    {"infiniband rdmap16s27: The device didn't send any completion for admin cmd REG_MR(7) status 0",
+     {Kind::efa_admin, -1, "rdmap16s27", Action::drain, "didn't send any completion for admin cmd"}},
+    // cb_timeout_handler's form (drivers/net/ethernet/mellanox/mlx5/core/cmd.c): "Async, timeout".
+    {"mlx5_core 0000:1a:00.0: cb_timeout_handler:1010:(pid 2345): cmd[5]: ACCESS_REG(0x805) Async, timeout. Will "
+     "cause a leak of a command resource",
+     {Kind::mlx5_cmd_timeout, 0x805, "0000:1a:00.0", Action::drain, "ACCESS_REG(0x805)"}},
+    // NVSentinel's form without wait_func.
+    {"mlx5_core 0000:3b:00.0: ENABLE_HCA(0x104) timeout. Will cause a leak of a command resource",
+     {Kind::mlx5_cmd_timeout, 0x104, "0000:3b:00.0", Action::drain, "ENABLE_HCA(0x104)"}},
     {"efa 0000:00:06.0: Device isn't ready, abort com init",
      {Kind::efa_admin, -1, "0000:00:06.0", Action::drain, "Device isn't ready"}},
     {"mlx5_core 0000:1a:00.0: poll_health:815:(pid 0): device's health compromised - reached miss count",
