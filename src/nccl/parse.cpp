@@ -72,12 +72,25 @@ std::string decode_nccl_code(unsigned long long code) {
   return fmt::format("{}.{}.{}", code / 1000, code % 1000 / 100, code % 100);
 }
 
-/// Removes one launcher prefix: srun --label's "12: ", Open MPI's "[1,0]<stdout>:" or
-/// "[host:pid] ", a bare "[0] ". Rows never start with either shape, so nothing real is lost.
+/// Removes one launcher prefix: srun --label's "12: " (padded " 0: " when there are 10 or more
+/// tasks), Open MPI's "[1,0]<stdout>:" or "[host:pid] ", a bare "[0] ", and Ray/SkyPilot's
+/// "(head, rank=0, pid=3808) " in front of any of them. Rows never start with these shapes (a row
+/// starts with its size, followed by spaces, not ':'), so nothing real is lost.
 std::string_view strip_launcher_prefix(std::string_view line) {
-  std::size_t i = 0;
-  while (i < line.size() && i < 12 && is_digit(line[i])) ++i;
-  if (i > 0 && i < line.size() && line[i] == ':' && (i + 1 == line.size() || line[i + 1] == ' '))
+  // Ray's worker tag: "(head, rank=0, pid=3808) ", "(worker1, rank=1, pid=4001, ip=10.0.0.2) ".
+  if (!line.empty() && line[0] == '(') {
+    auto close = line.find(") ");
+    if (close != std::string_view::npos && close < 200) {
+      std::string_view tag = line.substr(0, close);
+      if (tag.find("pid=") != std::string_view::npos || tag.find("rank=") != std::string_view::npos)
+        return strip_launcher_prefix(line.substr(close + 2));
+    }
+  }
+  std::size_t lead = 0;
+  while (lead < line.size() && lead < 8 && line[lead] == ' ') ++lead;
+  std::size_t i = lead;
+  while (i < line.size() && i < lead + 12 && is_digit(line[i])) ++i;
+  if (i > lead && i < line.size() && line[i] == ':' && (i + 1 == line.size() || line[i + 1] == ' '))
     return line.substr(i + 1);
   if (!line.empty() && line[0] == '[') {
     auto close = line.find(']');
@@ -432,6 +445,15 @@ Run finish_run(Builder& b) {
   Run& r = b.run;
   if (!r.rank_info.empty()) {
     r.ranks = static_cast<int>(std::min<std::size_t>(r.rank_info.size(), kMaxInferredRanks));
+    // A paste that elides ranks ("#  Rank  0 ...", "......", "#  Rank 63 ...") still names the
+    // highest: the run had at least that many.
+    int highest = 0;
+    for (const auto& info : r.rank_info) highest = std::max(highest, info.rank);
+    if (highest + 1 > r.ranks && highest < kMaxInferredRanks) {
+      b.warn(fmt::format("{} Rank line(s) but rank {} is printed: ranks elided in the log; counting {}",
+                         r.rank_info.size(), highest, highest + 1));
+      r.ranks = highest + 1;
+    }
     std::unordered_map<std::string, std::size_t> gpu_count;
     std::set<std::string> hosts;
     std::size_t best = 0;

@@ -613,3 +613,39 @@ TEST(NcclParse, JsonFlatRowsArrayWithoutFooterIsTruncated) {
   EXPECT_FALSE(r.complete);
   EXPECT_TRUE(has_warning(r.warnings, "truncated"));
 }
+
+// Issue 25's launcher prefixes and pastes, applied to a real log (golden 01: 2 nodes, 16 ranks).
+TEST(NcclParsePrefixes, PaddedSrunLabelsRayTagsAndElidedRanks) {
+  const std::string text = golden("01_");
+  const auto base = parse_ok(text);
+  ASSERT_FALSE(base.runs.empty());
+  const auto& want = base.runs.front();
+  auto each_line = [&](auto&& f) {
+    std::string out;
+    std::istringstream in(text);
+    std::string line;
+    int n = 0;
+    while (std::getline(in, line)) out += f(line, n++) + "\n";
+    return out;
+  };
+  // srun --label with 10 or more tasks pads the rank: " 0: ".
+  auto padded = parse_ok(each_line([](const std::string& l, int) { return " 0: " + l; }));
+  ASSERT_FALSE(padded.runs.empty()) << "no nccl-tests table found in a ' 0: ' labelled log";
+  EXPECT_EQ(padded.runs.front().rows.size(), want.rows.size());
+  EXPECT_EQ(padded.runs.front().ranks, want.ranks);
+  // Ray/SkyPilot's worker tag before Open MPI's tag.
+  auto ray = parse_ok(each_line([](const std::string& l, int) { return "(head, rank=0, pid=3808) [1,0]<stdout>:" + l; }));
+  ASSERT_FALSE(ray.runs.empty());
+  EXPECT_EQ(ray.runs.front().rows.size(), want.rows.size());
+  EXPECT_EQ(ray.runs.front().ranks, want.ranks);
+  // A paste that keeps Rank 0, Rank 1 and the last rank: the highest rank printed counts.
+  auto elided = parse_ok(each_line([](const std::string& l, int) {
+    auto at = l.find("#  Rank ");
+    if (at == std::string::npos) return l;
+    int rank = std::stoi(l.substr(at + 8));
+    return rank <= 1 || rank == 15 ? l : (rank == 2 ? std::string("#  ......") : std::string());
+  }));
+  ASSERT_FALSE(elided.runs.empty());
+  EXPECT_EQ(elided.runs.front().ranks, 16);
+  EXPECT_TRUE(has_warning(elided.runs.front().warnings, "ranks elided")) << elided.runs.front().warnings.size();
+}
