@@ -596,6 +596,15 @@ RunAnalysis analyze_run(const Run& run, const std::vector<Reference>& refs, std:
   }
   a.peak_busbw_gbps = peak_of(run);
   a.avg_busbw_gbps = sum / static_cast<double>(n);
+  // One rank of a collective whose busbw is (n-1)/n or 2(n-1)/n of algbw: busbw is 0 by
+  // definition, whatever the rows say. Nothing to judge, never a pass.
+  if (run.ranks == 1 && busbw_factor(run.collective, 2) > 0) {
+    a.verdict = "incomplete";
+    a.notes.push_back("1 rank: busbw is 0 by definition for this collective; nothing to judge");
+    find_wrong_results(run, a);
+    if (!a.anomalies.empty()) a.verdict = "fail";
+    return a;
+  }
 
   auto rows = informative_rows(run, a.peak_busbw_gbps);
   a.fit = fit_points(rows);
@@ -624,6 +633,20 @@ RunAnalysis analyze_run(const Run& run, const std::vector<Reference>& refs, std:
       a.verdict = "fail";
     else if (a.verdict == "pass")
       a.verdict = "warn";
+  }
+  // Nothing to judge is never a pass: one rank of a collective whose busbw is 0 by definition, a
+  // curve that is latency-bound everywhere, or a table cut off before its footer.
+  if (a.verdict == "pass") {
+    if (!a.fit.ok) {
+      a.verdict = "incomplete";
+    } else if (!run.complete && run.rows.back().size_bytes < (64ull << 20)) {
+      // Cut off before the sizes where a fabric's bandwidth shows (a paste that ends at 16 GiB
+      // without the footer still measured them; one that ends at 512 bytes did not).
+      a.verdict = "incomplete";
+      a.notes.push_back(fmt::format("the table ends at {} without nccl-tests' footer: the log is cut off before "
+                                    "the bandwidth-bound sizes (64 MiB and up), so there is nothing to judge",
+                                    size_text(run.rows.back().size_bytes)));
+    }
   }
   return a;
 }

@@ -96,7 +96,8 @@ struct RunAnalysis {
   std::vector<std::string> notes;      ///< what the analysis assumed or could not judge
   std::optional<Reference> reference;  ///< the entry the run was judged against
   /// "pass" (no anomaly), "warn" (dips, cliffs, disagreements), "fail" (wrong results, below the
-  /// reference), "no_data" (no rows).
+  /// reference), "incomplete" (no anomaly, but nothing to judge: one rank, every size latency-bound,
+  /// or a table cut off before its footer), "no_data" (no rows).
   std::string verdict;
 };
 

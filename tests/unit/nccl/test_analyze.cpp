@@ -21,6 +21,7 @@ Run logistic_run(double peak, double mid, double slope, int lo = 3, int hi = 34)
   run.collective = Collective::kAllReduce;
   run.ranks = 16;
   run.nodes = 2;
+  run.complete = true;
   for (int e = lo; e <= hi; ++e) {
     Row r;
     r.size_bytes = std::uint64_t{1} << e;
@@ -547,6 +548,24 @@ TEST(NcclAnalyze, Golden18CleanSrunPrefixed) {
   EXPECT_NEAR(a.peak_busbw_gbps, 487.26, 1e-9);
   EXPECT_TRUE(a.anomalies.empty()) << describe(a);
   EXPECT_EQ(a.verdict, "pass");
+}
+
+TEST(NcclAnalyze, NothingToJudgeIsIncompleteNeverPass) {
+  // One rank of all_reduce: busbw is 0 by definition.
+  nccl::Run one = logistic_run(400, 20, 1.0);
+  one.ranks = 1;
+  for (auto& r : one.rows) r.out_of_place.busbw_gbps = r.in_place->busbw_gbps = 0;
+  EXPECT_EQ(analyze_run(one, refs()).verdict, "incomplete");
+  // A log cut off at 512 bytes, no footer.
+  nccl::Run cut = logistic_run(400, 24, 1.0, 3, 9);
+  cut.complete = false;
+  auto a = analyze_run(cut, refs());
+  EXPECT_EQ(a.verdict, "incomplete") << describe(a);
+  // The same curve with its footer, or cut off only after the bandwidth-bound sizes, is judged.
+  nccl::Run whole = logistic_run(400, 20, 1.0);
+  EXPECT_EQ(analyze_run(whole, refs()).verdict, "pass");
+  whole.complete = false;
+  EXPECT_EQ(analyze_run(whole, refs()).verdict, "pass");
 }
 
 // Speed is measured in bench/bench_nccl.cpp and bench/nccl_analyze.sh, not here.
