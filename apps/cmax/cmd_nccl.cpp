@@ -181,6 +181,8 @@ json run_json(const Analysed& a) {
          {"avg_busbw_reported", r.avg_busbw_reported ? json(*r.avg_busbw_reported) : json(nullptr)},
          {"fit",
           {{"ok", an.fit.ok}, {"plateau_only", an.fit.plateau_only}, {"peak_gbps", an.fit.peak_gbps},
+           {"plateau_gbps", an.plateau_gbps ? json(*an.plateau_gbps) : json(nullptr)},
+           {"plateau_not_reached_by", an.plateau_gbps || !an.fit.ok ? json(nullptr) : json(an.plateau_not_reached_by)},
            {"mid_log2", an.fit.mid_log2}, {"slope", an.fit.slope}, {"noise", an.fit.noise}, {"points", an.fit.points}}},
          {"anomalies", anomalies},
          {"notes", an.notes},
@@ -214,10 +216,12 @@ void print_run(const Analysed& a) {
              r.nodes > 0 ? fmt::format(" on {} node{}", r.nodes, r.nodes == 1 ? "" : "s") : "", r.gpu_model.empty() ? "" : "(" + r.gpu_model + ")");
   fmt::print("  peak busbw {:.2f} GB/s, average {:.2f} GB/s{}; fit {}\n", an.peak_busbw_gbps, an.avg_busbw_gbps,
              r.avg_busbw_reported ? fmt::format(" (log says {:.2f})", *r.avg_busbw_reported) : "",
-             an.fit.ok ? fmt::format("plateau {:.1f} GB/s, half at {}, noise {:.1f}%", an.fit.peak_gbps,
-                                     human_bytes(std::exp2(an.fit.mid_log2)),
-                                     an.fit.noise * 100)
-                       : std::string("not possible"));
+             !an.fit.ok ? std::string("not possible")
+             : an.plateau_gbps
+                 ? fmt::format("plateau {:.1f} GB/s, half at {}, noise {:.1f}%", *an.plateau_gbps,
+                               human_bytes(std::exp2(an.fit.mid_log2)), an.fit.noise * 100)
+                 : fmt::format("plateau not reached by {}, noise {:.1f}%", human_bytes(static_cast<double>(an.plateau_not_reached_by)),
+                               an.fit.noise * 100));
   if (an.reference)
     fmt::print("  reference: {} ({}, {})\n",
                an.reference->expected_busbw_gbps ? fmt::format("{:.1f} GB/s expected", *an.reference->expected_busbw_gbps)

@@ -621,6 +621,15 @@ RunAnalysis analyze_run(const Run& run, const std::vector<Reference>& refs, std:
                       "latency-bandwidth model",
                       size_text(rows.front().size), 100 * rows.front().out / a.fit.peak_gbps));
     find_falls(rows, a.fit, run.nodes, a);
+    const std::uint64_t largest = run.rows.back().size_bytes;
+    if (a.fit.plateau_only || fit_busbw_gbps(a.fit, static_cast<double>(largest)) >= 0.9 * a.fit.peak_gbps) {
+      a.plateau_gbps = a.fit.peak_gbps;
+    } else {
+      a.plateau_not_reached_by = largest;
+      a.notes.push_back(fmt::format("the plateau is not reached by {} (the curve is still rising there, at {:.3g} "
+                                    "GB/s): no plateau is reported past the measured sizes",
+                                    size_text(largest), fit_busbw_gbps(a.fit, static_cast<double>(largest))));
+    }
   } else {
     a.notes.push_back("every size is latency-bound (busbw about 0): no curve to judge");
   }

@@ -95,6 +95,11 @@ struct RunAnalysis {
   std::vector<Anomaly> anomalies;      ///< in order of size; run-level ones last
   std::vector<std::string> notes;      ///< what the analysis assumed or could not judge
   std::optional<Reference> reference;  ///< the entry the run was judged against
+  /// The fitted plateau where the measured sizes reach it (the fit at the largest size is within
+  /// 10% of it); nullopt when the curve is still rising at its largest size: a plateau is never
+  /// extrapolated past the data. `plateau_not_reached_by` is then that size.
+  std::optional<double> plateau_gbps;
+  std::uint64_t plateau_not_reached_by = 0;
   /// "pass" (no anomaly), "warn" (dips, cliffs, disagreements), "fail" (wrong results, below the
   /// reference), "incomplete" (no anomaly, but nothing to judge: one rank, every size latency-bound,
   /// or a table cut off before its footer), "no_data" (no rows).

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <chrono>
 #include <cmath>
 #include <random>
@@ -566,6 +568,21 @@ TEST(NcclAnalyze, NothingToJudgeIsIncompleteNeverPass) {
   EXPECT_EQ(analyze_run(whole, refs()).verdict, "pass");
   whole.complete = false;
   EXPECT_EQ(analyze_run(whole, refs()).verdict, "pass");
+}
+
+TEST(NcclAnalyze, APlateauIsNeverExtrapolatedPastTheData) {
+  // A curve still rising at its largest size (half-way at 2^28, measured to 2^26): no plateau.
+  nccl::Run rising = logistic_run(113.5, 28, 1.0, 3, 26);
+  auto a = analyze_run(rising, refs());
+  EXPECT_FALSE(a.plateau_gbps.has_value()) << *a.plateau_gbps;
+  EXPECT_EQ(a.plateau_not_reached_by, std::uint64_t{1} << 26);
+  EXPECT_TRUE(std::any_of(a.notes.begin(), a.notes.end(),
+                          [](const std::string& n) { return n.find("not reached by 64 MiB") != std::string::npos; }))
+      << describe(a);
+  // Measured well past its half-way point: the plateau is the fit's.
+  auto whole = analyze_run(logistic_run(400, 20, 1.0), refs());
+  ASSERT_TRUE(whole.plateau_gbps.has_value());
+  EXPECT_NEAR(*whole.plateau_gbps, 400, 8);
 }
 
 // Speed is measured in bench/bench_nccl.cpp and bench/nccl_analyze.sh, not here.
