@@ -447,6 +447,15 @@ void find_falls(const std::vector<SizeRow>& rows, const Fit& fit, int nodes, Run
     if (judged.back().kink && judged.back().state == State::kOk)
       kinks += fmt::format("{}{}", kink_count++ ? ", " : "", size_text(rows[i].size));
   }
+  // The first measured size is still on its way up on a healthy curve, and the fit has nothing
+  // before it: it is a dip only if it is slow against the size after it too, i.e. it takes longer
+  // per operation than that larger size (busbw below next * size / next size).
+  if (rows.size() > 1 && judged[0].state == State::kLow) {
+    const double first = std::max(rows[0].out, rows[0].in.value_or(0));
+    const double second = std::max(rows[1].out, rows[1].in.value_or(0));
+    if (first >= second * static_cast<double>(rows[0].size) / static_cast<double>(rows[1].size))
+      judged[0].state = State::kOk;
+  }
   if (!kinks.empty())
     a.notes.push_back(
         fmt::format("{} {} the fitted curve by more than {:.0f}% while busbw still "
@@ -491,6 +500,88 @@ void find_falls(const std::vector<SizeRow>& rows, const Fit& fit, int nodes, Run
                             also_text(j), size_text(rows[end + 1].size));
     a.anomalies.push_back({rows[i].size, cliff ? "cliff" : "dip", j.placement, j.measured,
                            j.expected, std::move(detail), nodes});
+    i = end + 1;
+  }
+}
+
+// Collapses: what the fit never sees, because their busbw is under kTinyShare of the peak and they
+// are left out of it. Two views of each size, not only busbw against the fit:
+//  - time: a size that takes kCollapseTimes as long per operation as a larger size does (a larger
+//    message is never faster by that much on a healthy run; 256 KiB at 12 ms after 0.3 ms at
+//    128 KiB, an all_gather at 70 ms an operation at 2-8 MiB);
+//  - after the peak: a size past the one where busbw peaked that falls below kCollapseShare of
+//    the peak (busbw never falls that far once the fabric is saturated; a gather that collapses at
+//    6 GiB, a sweep that falls from 3.54 to 0.13 GB/s from 256 KiB on).
+constexpr double kCollapseTimes = 3.0;
+constexpr double kCollapseMinUs = 50.0;  // below this, timer resolution and launch jitter
+constexpr double kCollapseShare = 0.25;
+
+void find_collapses(const Run& run, RunAnalysis& a) {
+  struct T {
+    std::uint64_t size;
+    double time_us, busbw;
+  };
+  std::vector<T> v;
+  for (const auto& r : run.rows) {
+    if (r.size_bytes == 0) continue;
+    double t = r.out_of_place.time_us, b = r.out_of_place.busbw_gbps;
+    if (r.in_place) t = std::min(t, r.in_place->time_us), b = std::max(b, r.in_place->busbw_gbps);
+    if (std::isfinite(t) && t > 0) v.push_back({r.size_bytes, t, b});
+  }
+  std::stable_sort(v.begin(), v.end(), [](const T& x, const T& y) { return x.size < y.size; });
+  if (v.size() < 2) return;
+  std::vector<char> flagged(v.size(), 0);
+  std::vector<std::string> why(v.size());
+  // The fastest time at any larger size, from the right.
+  std::vector<std::size_t> fastest_after(v.size(), v.size());
+  for (std::size_t i = v.size() - 1; i-- > 0;) {
+    std::size_t k = fastest_after[i + 1];
+    fastest_after[i] = (k == v.size() || v[i + 1].time_us <= v[k].time_us) ? i + 1 : k;
+  }
+  for (std::size_t i = 0; i + 1 < v.size(); ++i) {
+    const T& later = v[fastest_after[i]];
+    if (v[i].time_us > kCollapseTimes * later.time_us && v[i].time_us - later.time_us > kCollapseMinUs) {
+      flagged[i] = 1;
+      why[i] = fmt::format("{:.4g} us per operation, {:.0f}x the {:.4g} us of the larger {}", v[i].time_us,
+                           v[i].time_us / later.time_us, later.time_us, size_text(later.size));
+    }
+  }
+  std::size_t peak_at = 0;
+  for (std::size_t i = 0; i < v.size(); ++i)
+    if (v[i].busbw > v[peak_at].busbw) peak_at = i;
+  const double peak = v[peak_at].busbw;
+  for (std::size_t i = peak_at + 1; i < v.size() && peak > 0; ++i)
+    if (v[i].busbw < kCollapseShare * peak && !flagged[i]) {
+      flagged[i] = 1;
+      why[i] = fmt::format("busbw {:.3g} GB/s after {:.4g} GB/s at {}: past the peak, busbw fell to {:.1f}% of it",
+                           v[i].busbw, peak, size_text(v[peak_at].size), 100 * v[i].busbw / peak);
+    }
+  auto reported = [&](std::uint64_t size) {
+    return std::any_of(a.anomalies.begin(), a.anomalies.end(), [&](const Anomaly& an) {
+      return an.size_bytes == size && (an.kind == "dip" || an.kind == "cliff");
+    });
+  };
+  for (std::size_t i = 0; i < v.size();) {
+    if (!flagged[i]) {
+      ++i;
+      continue;
+    }
+    std::size_t end = i;
+    while (end + 1 < v.size() && flagged[end + 1]) ++end;
+    // A group the fit already reported (a cliff or dip above 1% of the peak) is not said twice.
+    bool all_reported = true;
+    for (std::size_t k = i; k <= end; ++k) all_reported &= reported(v[k].size);
+    if (!all_reported) {
+      double low = v[i].busbw;
+      for (std::size_t k = i; k <= end; ++k) low = std::min(low, v[k].busbw);
+      std::string head = i == end ? size_text(v[i].size) : fmt::format("{} to {}", size_text(v[i].size), size_text(v[end].size));
+      a.anomalies.push_back(
+          {v[i].size, "collapse", "both", low, peak,
+           fmt::format("{}: collapse to {:.3g} GB/s ({:.2g}% of the run's peak {:.4g} GB/s); {}{}", head, low,
+                       peak > 0 ? 100 * low / peak : 0.0, peak, why[i],
+                       end + 1 == v.size() ? ", through the last size measured" : ""),
+           run.nodes});
+    }
     i = end + 1;
   }
 }
@@ -633,12 +724,15 @@ RunAnalysis analyze_run(const Run& run, const std::vector<Reference>& refs, std:
   } else {
     a.notes.push_back("every size is latency-bound (busbw about 0): no curve to judge");
   }
+  find_collapses(run, a);
+  std::stable_sort(a.anomalies.begin(), a.anomalies.end(),
+                   [](const Anomaly& x, const Anomaly& y) { return x.size_bytes < y.size_bytes; });
   find_wrong_results(run, a);
   if (!rows.empty()) judge_reference(run, rows, refs, variant, a);
 
   a.verdict = "pass";
   for (const auto& an : a.anomalies) {
-    if (an.kind == "wrong_results" || an.kind == "below_reference")
+    if (an.kind == "wrong_results" || an.kind == "below_reference" || an.kind == "collapse")
       a.verdict = "fail";
     else if (a.verdict == "pass")
       a.verdict = "warn";

@@ -60,8 +60,9 @@ namespace cmax::nccl {
 /// One size (or run, for size_bytes 0) that is not what it should be.
 struct Anomaly {
   std::uint64_t size_bytes = 0;  ///< the (first) size concerned; 0 for the whole run
-  std::string kind;              ///< "dip", "cliff", "placement_disagreement", "below_reference",
-                                 ///< "poor_scaling", "wrong_results"
+  std::string kind;              ///< "dip", "cliff", "collapse" (time or busbw far off the sizes
+                                 ///< around it, below the fit's reach), "placement_disagreement",
+                                 ///< "below_reference", "poor_scaling", "wrong_results"
   std::string placement;         ///< "out_of_place", "in_place", "both"; "" when it does not apply
   double measured_gbps = 0;      ///< busbw measured (the lower placement for dips)
   double expected_gbps = 0;      ///< what the fit, the reference or the scaling rule expected

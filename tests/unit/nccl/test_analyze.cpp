@@ -585,6 +585,89 @@ TEST(NcclAnalyze, APlateauIsNeverExtrapolatedPastTheData) {
   EXPECT_NEAR(*whole.plateau_gbps, 400, 8);
 }
 
+// Issue 25: collapses below 1% of the peak were excluded from the fit and never judged.
+void set_time(Row& r, double time_us, int ranks) {
+  r.out_of_place.time_us = time_us;
+  r.out_of_place.algbw_gbps = static_cast<double>(r.size_bytes) / (time_us * 1e3);
+  r.out_of_place.busbw_gbps = r.out_of_place.algbw_gbps * busbw_factor(Collective::kAllReduce, ranks);
+  r.in_place = r.out_of_place;
+}
+
+nccl::Run timed_run() {
+  nccl::Run run = logistic_run(400, 22, 0.69);
+  for (auto& r : run.rows) {
+    // time = latency + size / bandwidth, consistent with the busbw the logistic gave.
+    double algbw = r.out_of_place.algbw_gbps;
+    r.out_of_place.time_us = static_cast<double>(r.size_bytes) / (algbw * 1e3);
+    r.in_place = r.out_of_place;
+  }
+  return run;
+}
+
+TEST(NcclAnalyze, ACollapseFarBelowOnePercentIsTheLoudestFinding) {
+  nccl::Run run = timed_run();
+  auto clean = analyze_run(run, refs());
+  ASSERT_TRUE(clean.anomalies.empty()) << describe(clean);
+  // 256 KiB takes 12 ms against ~0.3 ms around it.
+  for (auto& r : run.rows)
+    if (r.size_bytes == 256 * 1024) set_time(r, 12000, run.ranks);
+  auto a = analyze_run(run, refs());
+  ASSERT_FALSE(a.anomalies.empty()) << describe(a);
+  EXPECT_EQ(a.anomalies.front().kind, "collapse") << describe(a);
+  EXPECT_EQ(a.anomalies.front().size_bytes, 256u * 1024);
+  EXPECT_NE(a.anomalies.front().detail.find("us per operation"), std::string::npos) << a.anomalies.front().detail;
+  EXPECT_EQ(a.verdict, "fail");
+}
+
+TEST(NcclAnalyze, AnAllGatherAtSeventyMillisecondsFromTwoToEightMibIsOneCollapse) {
+  nccl::Run run = timed_run();
+  for (auto& r : run.rows)
+    if (r.size_bytes >= 2u << 20 && r.size_bytes <= 8u << 20) set_time(r, 70000, run.ranks);
+  auto a = analyze_run(run, refs());
+  auto it = std::find_if(a.anomalies.begin(), a.anomalies.end(), [](const Anomaly& an) { return an.kind == "collapse"; });
+  ASSERT_NE(it, a.anomalies.end()) << describe(a);
+  EXPECT_EQ(it->size_bytes, 2u << 20);
+  EXPECT_NE(it->detail.find("2 MiB to 8 MiB"), std::string::npos) << it->detail;
+}
+
+TEST(NcclAnalyze, AFallToATenthOfThePeakForEverySizeAfterIsACollapseNotADipThatRecovers) {
+  // cmax-collbench on one host: 3.54 GB/s at 128 KiB, then 0.13-0.24 GB/s to the last size.
+  nccl::Run run = logistic_run(3.6, 12, 0.69, 3, 24);
+  for (auto& r : run.rows) {
+    if (r.size_bytes > 128 * 1024) {
+      double bus = 0.13 + 0.11 * static_cast<double>(r.size_bytes % 7) / 7.0;
+      r.out_of_place.busbw_gbps = bus;
+      r.out_of_place.algbw_gbps = bus / busbw_factor(run.collective, run.ranks);
+      r.in_place = r.out_of_place;
+    }
+    r.out_of_place.time_us = static_cast<double>(r.size_bytes) / (r.out_of_place.algbw_gbps * 1e3);
+    r.in_place = r.out_of_place;
+  }
+  auto a = analyze_run(run, refs());
+  auto it = std::find_if(a.anomalies.begin(), a.anomalies.end(),
+                         [](const Anomaly& an) { return an.kind == "collapse" || an.kind == "cliff"; });
+  ASSERT_NE(it, a.anomalies.end()) << describe(a);
+  EXPECT_EQ(it->size_bytes, 256u * 1024) << describe(a);
+  for (const auto& an : a.anomalies) EXPECT_NE(an.kind, "dip") << describe(a);
+  EXPECT_NE(a.verdict, "pass");
+}
+
+TEST(NcclAnalyze, TheFirstSizeIsADipOnlyWhenSlowerThanTheSizeAfterIt) {
+  // A curve measured from 16 MiB: its first size is still rising, 25% under the fit but faster per
+  // operation than 32 MiB: not a finding.
+  nccl::Run run = logistic_run(400, 24, 0.69, 24, 34);
+  run.rows.front().out_of_place.busbw_gbps *= 0.75;
+  run.rows.front().in_place = run.rows.front().out_of_place;
+  auto a = analyze_run(run, refs());
+  for (const auto& an : a.anomalies) EXPECT_NE(an.size_bytes, std::uint64_t{1} << 24) << describe(a);
+  // At 30% it takes longer than 32 MiB does: a dip.
+  run.rows.front().out_of_place.busbw_gbps *= 0.4;
+  run.rows.front().in_place = run.rows.front().out_of_place;
+  auto b = analyze_run(run, refs());
+  ASSERT_FALSE(b.anomalies.empty()) << describe(b);
+  EXPECT_EQ(b.anomalies.front().size_bytes, std::uint64_t{1} << 24);
+}
+
 // Speed is measured in bench/bench_nccl.cpp and bench/nccl_analyze.sh, not here.
 
 }  // namespace
