@@ -58,6 +58,7 @@ struct NcclFlags {
   std::vector<std::string> hosts, launcher_args;
   bool no_network = false, no_ring = false, dry_run = false;
   std::string sysfs = "/sys", nccl_conf;
+  std::string fabric;  ///< analyze: the fabric of runs whose log does not show it
 };
 
 void progress(std::string_view line) {
@@ -176,6 +177,7 @@ json run_json(const Analysed& a) {
          {"nccl_version", r.nccl_version},
          {"rows", r.rows.size()},
          {"complete", r.complete},
+         {"fabric", r.fabric.empty() ? json(nullptr) : json(r.fabric)},
          {"peak_busbw_gbps", an.peak_busbw_gbps},
          {"avg_busbw_gbps", an.avg_busbw_gbps},
          {"avg_busbw_reported", r.avg_busbw_reported ? json(*r.avg_busbw_reported) : json(nullptr)},
@@ -302,7 +304,10 @@ int run_analyze(const NcclFlags& f) {
       continue;
     }
     files.push_back({{"file", path}, {"runs", parsed->runs.size()}, {"warnings", parsed->warnings}});
-    for (std::size_t i = 0; i < parsed->runs.size(); ++i) runs.push_back({path, i, std::move(parsed->runs[i])});
+    for (std::size_t i = 0; i < parsed->runs.size(); ++i) {
+      if (parsed->runs[i].fabric.empty()) parsed->runs[i].fabric = f.fabric;
+      runs.push_back({path, i, std::move(parsed->runs[i])});
+    }
   }
   std::string dir;
   if (!f.no_charts && !runs.empty()) {
@@ -570,6 +575,10 @@ Runner setup_nccl(CLI::App& sub) {
       ->required();
   analyze->add_option("--out", f->out, "Directory for the charts and nccl.json (default ~/.cmax/runs/<UTC stamp>-nccl/)");
   analyze->add_flag("--no-charts", f->no_charts, "Do not write SVG charts (nor a run directory)");
+  analyze->add_option("--fabric", f->fabric,
+                      "The inter-node fabric of runs whose log does not show it (no NCCL INFO NET line): IB, RoCE,\n"
+                      "EFA, TCPX, Slingshot. A multi-node run of unknown fabric is judged against no reference")
+      ->check(CLI::IsMember({"IB", "RoCE", "EFA", "TCPX", "Slingshot", "Socket"}));
   analyze->add_flag("--json", f->json, "Print {\"schema\": \"cmax.nccl/1\", ...} (docs/schemas/nccl.md)");
 
   auto* sweep = sub.add_subcommand("sweep", "Run the collectives over node counts and variants, then analyse them");

@@ -515,6 +515,8 @@ void find_falls(const std::vector<SizeRow>& rows, const Fit& fit, int nodes, Run
 constexpr double kCollapseTimes = 3.0;
 constexpr double kCollapseMinUs = 50.0;  // below this, timer resolution and launch jitter
 constexpr double kCollapseShare = 0.25;
+// A run that ends below this never left the latency-bound sizes: its curve is not judged.
+constexpr std::uint64_t kMinJudgedBytes = 1024 * 1024;
 
 void find_collapses(const Run& run, RunAnalysis& a) {
   struct T {
@@ -556,11 +558,6 @@ void find_collapses(const Run& run, RunAnalysis& a) {
       why[i] = fmt::format("busbw {:.3g} GB/s after {:.4g} GB/s at {}: past the peak, busbw fell to {:.1f}% of it",
                            v[i].busbw, peak, size_text(v[peak_at].size), 100 * v[i].busbw / peak);
     }
-  auto reported = [&](std::uint64_t size) {
-    return std::any_of(a.anomalies.begin(), a.anomalies.end(), [&](const Anomaly& an) {
-      return an.size_bytes == size && (an.kind == "dip" || an.kind == "cliff");
-    });
-  };
   for (std::size_t i = 0; i < v.size();) {
     if (!flagged[i]) {
       ++i;
@@ -568,16 +565,25 @@ void find_collapses(const Run& run, RunAnalysis& a) {
     }
     std::size_t end = i;
     while (end + 1 < v.size() && flagged[end + 1]) ++end;
-    // A group the fit already reported (a cliff or dip above 1% of the peak) is not said twice.
-    bool all_reported = true;
-    for (std::size_t k = i; k <= end; ++k) all_reported &= reported(v[k].size);
-    if (!all_reported) {
+    // A dip or cliff the fit reported at these sizes is this collapse: said once, as a collapse.
+    const std::uint64_t lo = v[i].size, hi = v[end].size;
+    a.anomalies.erase(std::remove_if(a.anomalies.begin(), a.anomalies.end(),
+                                     [&](const Anomaly& an) {
+                                       return (an.kind == "dip" || an.kind == "cliff") && an.size_bytes >= lo &&
+                                              an.size_bytes <= hi;
+                                     }),
+                      a.anomalies.end());
+    {
       double low = v[i].busbw;
       for (std::size_t k = i; k <= end; ++k) low = std::min(low, v[k].busbw);
       std::string head = i == end ? size_text(v[i].size) : fmt::format("{} to {}", size_text(v[i].size), size_text(v[end].size));
+      // A group at the first measured size is a slow first size (a warn): the start-up cost of the
+      // first operation, or a real fault; past the first size it is a collapse (a fail).
+      const bool first = i == 0;
       a.anomalies.push_back(
-          {v[i].size, "collapse", "both", low, peak,
-           fmt::format("{}: collapse to {:.3g} GB/s ({:.2g}% of the run's peak {:.4g} GB/s); {}{}", head, low,
+          {v[i].size, first ? "slow_first_size" : "collapse", "both", low, peak,
+           fmt::format("{}: {} {:.3g} GB/s ({:.2g}% of the run's peak {:.4g} GB/s); {}{}", head,
+                       first ? "the first size measured is slow per operation against larger sizes, at" : "collapse to", low,
                        peak > 0 ? 100 * low / peak : 0.0, peak, why[i],
                        end + 1 == v.size() ? ", through the last size measured" : ""),
            run.nodes});
@@ -633,9 +639,14 @@ void judge_reference(const Run& run, const std::vector<SizeRow>& rows,
                      const std::vector<Reference>& refs, std::string_view variant, RunAnalysis& a) {
   const Reference* ref = find_reference(refs, run, variant);
   if (!ref) {
-    if (!run.gpu_model.empty() && run.nodes > 0)
-      a.notes.push_back(fmt::format("no reference for {} {} on {} node(s){}: the peak is not judged",
+    if (!run.gpu_model.empty() && run.nodes > 1 && run.fabric.empty())
+      a.notes.push_back(fmt::format("no reference: the fabric of this {}-node run is unknown (no NCCL INFO NET line); "
+                                    "declare it (--fabric IB|RoCE|EFA|TCPX|Slingshot) to judge the peak",
+                                    run.nodes));
+    else if (!run.gpu_model.empty() && run.nodes > 0)
+      a.notes.push_back(fmt::format("no reference for {} {} on {} node(s) over {}{}: the peak is not judged",
                                     run.gpu_model, collective_name(run.collective), run.nodes,
+                                    run.nodes == 1 ? std::string("NVLink") : run.fabric,
                                     variant == "default" ? "" : fmt::format(" ({} variant)", variant)));
     return;
   }
@@ -711,7 +722,12 @@ RunAnalysis analyze_run(const Run& run, const std::vector<Reference>& refs, std:
                       "rising edge is not measured, so the slope leans on the "
                       "latency-bandwidth model",
                       size_text(rows.front().size), 100 * rows.front().out / a.fit.peak_gbps));
-    find_falls(rows, a.fit, run.nodes, a);
+    if (run.rows.back().size_bytes >= kMinJudgedBytes)
+      find_falls(rows, a.fit, run.nodes, a);
+    else
+      a.notes.push_back(fmt::format("the run ends at {}, before the bandwidth-bound sizes: dips and cliffs on the "
+                                    "latency-bound part alone are timer noise, not judged",
+                                    size_text(run.rows.back().size_bytes)));
     const std::uint64_t largest = run.rows.back().size_bytes;
     if (a.fit.plateau_only || fit_busbw_gbps(a.fit, static_cast<double>(largest)) >= 0.9 * a.fit.peak_gbps) {
       a.plateau_gbps = a.fit.peak_gbps;

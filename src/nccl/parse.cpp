@@ -103,6 +103,22 @@ std::string_view strip_launcher_prefix(std::string_view line) {
   return line;
 }
 
+/// The fabric an NCCL INFO line names: "NET/IB : Using [0]mlx5_0:1/RoCE" (RoCE), "NET/IB : Using
+/// [0]mlx5_0:1/IB" (IB), "NET/OFI Selected Provider is efa" (EFA; "cxi": Slingshot), the
+/// GPUDirectTCPX/FasTrak plugins (TCPX), "NET/Socket : Using" (Socket); "" for any other line.
+std::string fabric_in(std::string_view s) {
+  auto has = [&](std::string_view n) { return s.find(n) != std::string_view::npos; };
+  if (has("GPUDirectTCPX") || has("FasTrak") || has("TCPXO") || has("NET/TCPX")) return "TCPX";
+  if (has("NET/OFI") || has("aws-ofi") || has("Libfabric")) {
+    if (has("cxi")) return "Slingshot";
+    if (has("efa")) return "EFA";
+    return {};
+  }
+  if (has("NET/IB") && has("Using")) return has("/RoCE") ? "RoCE" : (has("/IB") ? "IB" : "");
+  if (has("NET/Socket") && has("Using")) return "Socket";
+  return {};
+}
+
 /// The token after `key` in `s` (e.g. the version after "NCCL version "); "" when absent.
 std::string_view token_after(std::string_view s, std::string_view key) {
   auto at = s.find(key);
@@ -358,8 +374,24 @@ Collective infer_collective(const Run& r) {
   if (f > 0 && q.below == q.n) {
     if (is_reduction(redop))
       c = Collective::kReduceScatter;
-    else if (redop.empty() || redop == "none")
-      c = Collective::kAllToAll;
+    else if (redop.empty() || redop == "none") {
+      // all_gather and alltoall share the (n-1)/n factor and the "none" redop. nccl-tests measures
+      // alltoall out of place only: its in-place #wrong is "N/A" (or there are no in-place
+      // columns); all_gather checks both. Old builds print an error value for both: all_gather,
+      // the one posted far more often.
+      // Old builds have an error column for both; their column header tells them apart: alltoall
+      // kept a (blank) "redop" column, all_gather had none.
+      // By most rows: a paste's last row can be cut before its in-place #wrong.
+      std::size_t checked = 0, unchecked = 0;
+      for (const auto& row : r.rows) {
+        bool both = row.out_of_place.wrong.has_value() && row.in_place && row.in_place->wrong.has_value();
+        ++(both ? checked : unchecked);
+      }
+      if (r.old_format)
+        c = r.redop_column.value_or(false) ? Collective::kAllToAll : Collective::kAllGather;
+      else
+        c = unchecked >= checked ? Collective::kAllToAll : Collective::kAllGather;
+    }
   }
   if (c != Collective::kUnknown && r.ranks > 0 && !factor_fits(c, r.ranks, f))
     return Collective::kUnknown;
@@ -491,12 +523,34 @@ class TextParser {
   void line(std::string_view raw, std::size_t no) {
     ++lines;
     std::string_view s = raw;
+    // An indented launcher tag ("        [1,0]<stdout>:").
+    if (auto lead = s.find_first_not_of(" \t"); lead != std::string_view::npos && lead > 0 && lead <= 16 && s[lead] == '[')
+      s.remove_prefix(lead);
+    const bool bare_rank_tag = s.size() > 2 && s[0] == '[' && is_digit(s[1]);
     for (int i = 0; i < 2; ++i) s = strip_launcher_prefix(s);
+    // MPI's "[0]" tag repeated inside a row written in pieces ("... -1[0]    1626.5 ... 0[0] ...").
+    if (bare_rank_tag && s.find('[') != std::string_view::npos) {
+      scratch_.clear();
+      for (std::size_t i = 0; i < s.size();) {
+        if (s[i] == '[') {
+          std::size_t j = i + 1;
+          while (j < s.size() && is_digit(s[j])) ++j;
+          if (j > i + 1 && j < s.size() && s[j] == ']') {
+            scratch_ += ' ';
+            i = j + 1;
+            continue;
+          }
+        }
+        scratch_ += s[i++];
+      }
+      s = scratch_;
+    }
     s = trim(s);
     if (s.empty()) return;
     if (s[0] == '#') return comment(s, no);
     if (s.find("NCCL INFO") != std::string_view::npos ||
         s.find("NCCL WARN") != std::string_view::npos || starts_with(s, "NCCL version")) {
+      if (cur_.run.fabric.empty()) cur_.run.fabric = fabric_in(s);
       if (auto v = token_after(s, "NCCL version "); !v.empty() && is_digit(v[0])) {
         if (cur_.run.nccl_version.empty()) cur_.run.nccl_version = std::string(v);
         if (!cur_.table) cur_.touch(no);
@@ -526,6 +580,7 @@ class TextParser {
 
  private:
   Builder cur_;
+  std::string scratch_;  // a line with its mid-row rank tags removed
   std::size_t dropped_ = 0;
 
   // A header fact arriving after a table (or repeating one already held) starts the next run.
@@ -574,6 +629,7 @@ class TextParser {
       cur_.touch(no);
       cur_.table = true;
       cur_.has_root = std::find(f.begin(), f.end(), "root") != f.end();
+      cur_.run.redop_column = std::find(f.begin(), f.end(), "redop") != f.end();
       cur_.run.old_format = !*cur_.has_root;
     }
   }

@@ -186,15 +186,33 @@ Result<std::vector<Reference>> builtin_references() {
   return parse_references(kNcclReferenceJson, "built-in data/nccl_reference.json");
 }
 
+std::string reference_fabric(const Reference& r) {
+  auto has = [&](std::string_view n) { return r.fabric.find(n) != std::string::npos; };
+  if (has("NVLink") && has("intra")) return "NVLink";
+  if (has("RoCE")) return "RoCE";
+  if (has("EFA")) return "EFA";
+  if (has("TCPX")) return "TCPX";
+  if (has("Slingshot")) return "Slingshot";
+  if (has("IB") || has("InfiniBand") || has("Azure ND")) return "IB";  // Azure ND v5: 8x400G InfiniBand
+  return {};
+}
+
 const Reference* find_reference(const std::vector<Reference>& refs, const Run& run,
                                 std::string_view variant) {
   if (run.gpu_model.empty() || run.nodes < 1) return nullptr;
+  // One node: the NVLink numbers. Several: the fabric the log shows or the user declared; a run
+  // whose fabric is unknown is judged against none (an A3 Mega's TCPXO is not 8x400G IB).
+  const std::string want = run.nodes == 1 ? std::string("NVLink") : run.fabric;
+  // Azure's acceptance bars are asked for by name (the user says the run is on Azure ND).
+  const bool by_name = variant == "azure";
+  if (want.empty() && !by_name) return nullptr;
   std::string_view coll = collective_name(run.collective);
   const Reference* best = nullptr;
   for (const auto& r : refs) {
     if (r.variant != variant || r.collective != coll) continue;
     if (run.nodes < r.min_nodes || run.nodes > r.max_nodes) continue;
     if (!contains_word(run.gpu_model, r.gpu)) continue;
+    if (!by_name && reference_fabric(r) != want) continue;
     bool exact = r.min_nodes == r.max_nodes;
     if (!best)
       best = &r;

@@ -19,7 +19,7 @@ namespace cmax::nccl {
 /// One table entry. Either number may be absent but not both.
 struct Reference {
   std::string gpu;     ///< matched as a whole word inside Run::gpu_model, case-insensitive: "H100"
-  std::string fabric;  ///< informational: "8x400G IB", "NVLink (intra-node)"
+  std::string fabric;  ///< "8x400G IB", "NVLink (intra-node)": its class (reference_fabric) must match the run's
   std::string collective;  ///< collective_name(): "all_reduce"
   int min_nodes = 1;       ///< inclusive node-count range the numbers hold for
   int max_nodes = 1;       ///< inclusive; kAnyNodes when the source gives no upper bound

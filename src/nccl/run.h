@@ -81,6 +81,11 @@ struct Run {
   std::string tests_version; ///< "2.17.8" from "# nccl-tests version ..."; ""
   std::string header;        ///< the "# nThread ..." line, verbatim; "" when absent
   bool old_format = false;   ///< an `error` column and no `root`
+  /// The inter-node fabric the log shows ("IB", "RoCE", "EFA", "Slingshot", "TCPX", "Socket"), from
+  /// its NCCL INFO lines (NET/IB ... /RoCE, NET/OFI, cxi, GPUDirectTCPX/FasTrak, NET/Socket) or
+  /// declared (cmax nccl analyze --fabric); "" when unknown.
+  std::string fabric;
+  std::optional<bool> redop_column;  ///< the column header names "redop"; nullopt: no header seen
   std::vector<Row> rows;     ///< in input order
   std::optional<double> avg_busbw_reported;  ///< "# Avg bus bandwidth : X"
   std::optional<std::uint64_t> out_of_bounds;  ///< "# Out of bounds values : N OK"

@@ -109,6 +109,10 @@ inline std::vector<Run> read_golden(std::string_view prefix, bool old_format,
     r.old_format = old_format;
     r.test = std::string(collective_name(collective)) + "_perf";
   }
+  // The fabric, as a user declares it (--fabric) for logs without NCCL INFO NET lines: the
+  // nccl-tests issue 309 logs (01-04) are HGX H100 on 8x CX7 400G InfiniBand (README.md).
+  if (prefix.starts_with("0") && prefix < "05")
+    for (auto& r : runs) r.fabric = "IB";
   return runs;
 }
 

@@ -83,6 +83,12 @@ TEST(NcclReference, FindsByGpuCollectiveAndNodes) {
   run.collective = Collective::kAllReduce;
   run.gpu_model = "NVIDIA H100 80GB HBM3";
   run.nodes = 2;
+  // A multi-node run whose fabric is unknown is judged against no reference; over TCPX, against none
+  // of the InfiniBand numbers.
+  EXPECT_EQ(find_reference(refs(), run), nullptr);
+  run.fabric = "TCPX";
+  EXPECT_EQ(find_reference(refs(), run), nullptr);
+  run.fabric = "IB";
   const Reference* r = find_reference(refs(), run);
   ASSERT_NE(r, nullptr);
   EXPECT_DOUBLE_EQ(*r->expected_busbw_gbps, 466);
@@ -123,7 +129,7 @@ TEST(NcclReference, NothingForUnknownGpuNodesOrCollective) {
 
 TEST(NcclReference, GpuMatchesWholeWordsOnly) {
   auto r = parse_references(R"({"schema": "cmax.nccl-reference/1", "references": [
-      {"gpu": "h20", "collective": "all_reduce", "min_nodes": 2, "expected_busbw_gbps": 300,
+      {"gpu": "h20", "fabric": "8x400G IB", "collective": "all_reduce", "min_nodes": 2, "expected_busbw_gbps": 300,
        "source": "test"}]})",
                             "test.json");
   ASSERT_TRUE(r.has_value()) << r.error().message;
@@ -131,6 +137,7 @@ TEST(NcclReference, GpuMatchesWholeWordsOnly) {
   nccl::Run run;
   run.collective = Collective::kAllReduce;
   run.nodes = 16;
+  run.fabric = "IB";
   run.gpu_model = "NVIDIA H200";
   EXPECT_EQ(find_reference(*r, run), nullptr);
   run.gpu_model = "NVIDIA H20";
@@ -381,6 +388,7 @@ TEST(NcclAnalyze, WrongResultsFail) {
 TEST(NcclAnalyze, BelowReferenceNeedsThePlateau) {
   nccl::Run run = logistic_run(380, 26, 0.55);
   run.gpu_model = "NVIDIA H100 80GB HBM3";
+  run.fabric = "IB";
   auto a = analyze_run(run, refs());
   ASSERT_TRUE(a.reference.has_value());
   EXPECT_DOUBLE_EQ(*a.reference->expected_busbw_gbps, 466);
@@ -391,11 +399,13 @@ TEST(NcclAnalyze, BelowReferenceNeedsThePlateau) {
 
   nccl::Run good = logistic_run(470, 26, 0.55);
   good.gpu_model = run.gpu_model;
+  good.fabric = "IB";
   EXPECT_TRUE(analyze_run(good, refs()).anomalies.empty());
 
   // A run that stops at 256 MiB never reaches the plateau: not judged, said in a note.
   nccl::Run short_run = logistic_run(380, 26, 0.55, 10, 28);
   short_run.gpu_model = run.gpu_model;
+  short_run.fabric = "IB";
   auto c = analyze_run(short_run, refs());
   EXPECT_TRUE(c.anomalies.empty()) << describe(c);
   EXPECT_NE(describe(c).find("plateau is not measured"), std::string::npos) << describe(c);
