@@ -682,3 +682,28 @@ TEST(NcclAnalyze, TheFirstSizeIsADipOnlyWhenSlowerThanTheSizeAfterIt) {
 
 }  // namespace
 }  // namespace cmax::nccl
+
+namespace cmax::nccl {
+namespace {
+TEST(NcclAnalyzeTail, ACliffInTheLastSizesIsFoundEvenWhenItIsLong) {
+  // 85 sizes in linear steps of 64 MiB after the rise; the last 38 fall to 55% (a gather that
+  // collapses at 6 GiB loses about half).
+  nccl::Run run = logistic_run(200, 20, 0.69, 10, 26);
+  for (int k = 1; k <= 85 - 17; ++k) {
+    Row r = run.rows.back();
+    r.size_bytes = (std::uint64_t{64} << 20) * static_cast<std::uint64_t>(k + 1);
+    r.count = r.size_bytes / 4;
+    run.rows.push_back(r);
+  }
+  const std::size_t n = run.rows.size();
+  for (std::size_t i = n - 38; i < n; ++i) {
+    run.rows[i].out_of_place.busbw_gbps *= 0.55;
+    run.rows[i].in_place = run.rows[i].out_of_place;
+  }
+  auto a = analyze_run(run, {});
+  bool cliff = false;
+  for (const auto& an : a.anomalies) cliff |= an.kind == "cliff" && an.size_bytes == run.rows[n - 38].size_bytes;
+  EXPECT_TRUE(cliff) << describe(a);
+}
+}  // namespace
+}  // namespace cmax::nccl
