@@ -510,6 +510,16 @@ int run_sweep(const NcclFlags& f) {
         a.nodes_hint = s.nodes;
         a.variant = s.variant;
         if (a.run.nodes == 0) a.run.nodes = s.nodes;
+        // Where the ranks really ran: a "4-node" step whose Rank lines name one host is a one-host
+        // run, and scaling is judged on the hosts the log shows (run.nodes), not on the step's name.
+        if (!a.run.hosts.empty() && static_cast<int>(a.run.hosts.size()) != s.nodes && k == 0) {
+          std::string hosts;
+          for (const auto& h : a.run.hosts) hosts += (hosts.empty() ? "" : ",") + h;
+          sj["ran_on_hosts"] = a.run.hosts;
+          sj["warning"] = fmt::format("asked for {} node(s), the ranks ran on {} host(s) ({}): judged as {} node(s)",
+                                      s.nodes, a.run.hosts.size(), core::clip(hosts, 200), a.run.hosts.size());
+          fmt::print(stderr, "cmax nccl sweep: {}: {}\n", sj["step"].get<std::string>(), sj["warning"].get<std::string>());
+        }
         runs.push_back(std::move(a));
       }
       if (sj.contains("error")) partial = true;

@@ -93,6 +93,32 @@ TEST(NcclSweep, CollbenchThroughMpirunIsParsedAndAnalysed) {
 #endif
 }
 
+// Issue 25: a "2-node" step whose ranks all ran on this one host says so, and is judged as one node.
+TEST(NcclSweep, AStepThatRanOnOneHostSaysWhereItsRanksRan) {
+#ifndef CMAX_COLLBENCH_BIN
+  GTEST_SKIP() << "cmax-collbench was not built (no MPI found)";
+#else
+  if (!cmax::test::find_system_program("mpirun")) GTEST_SKIP() << "mpirun is not installed";
+  const auto dir = scratch("onehost");
+  auto r = cmax({"nccl", "sweep", "--collbench", CMAX_COLLBENCH_BIN, "--launcher", "mpirun", "--node-counts", "1,2",
+                 "--ranks-per-node", "2", "-b", "8", "-e", "64K", "-n", "2", "-w", "1", "--tests", "all_reduce", "--out",
+                 dir.string(), "--json", "--launcher-arg=--mca", "--launcher-arg=btl", "--launcher-arg=self,vader"});
+  ASSERT_TRUE(r.report.is_object()) << r.out << r.err;
+  int two_node_steps = 0;
+  for (const auto& s : r.report["sweep"]["steps"]) {
+    if (s.value("nodes", 0) != 2 || s.contains("error")) continue;
+    ++two_node_steps;
+    ASSERT_TRUE(s.contains("ran_on_hosts")) << s.dump();
+    EXPECT_EQ(s["ran_on_hosts"].size(), 1u) << s.dump();
+    EXPECT_NE(s.value("warning", std::string()).find("asked for 2 node(s), the ranks ran on 1 host(s)"), std::string::npos)
+        << s.dump();
+  }
+  EXPECT_GT(two_node_steps, 0) << r.err;
+  EXPECT_NE(r.err.find("the ranks ran on 1 host(s)"), std::string::npos) << r.err;
+  fs::remove_all(dir);
+#endif
+}
+
 TEST(NcclSweep, CollbenchThroughSrunOnTheLocalSlurmCluster) {
 #ifndef CMAX_COLLBENCH_BIN
   GTEST_SKIP() << "cmax-collbench was not built (no MPI found)";
