@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <array>
 #include <charconv>
 #include <cmath>
@@ -841,7 +842,72 @@ const json* rows_of(const json& doc) {
   return rows && rows->is_array() ? rows : nullptr;
 }
 
+// rccl-tests' --output_format json: one object per size and placement, a line each:
+// {"#wrong":"0","algBw":0.05,"busBw":0.08,"gpus":4,"inPlace":0,"name":"AllReduce","redop":"sum",
+//  "size":1024,"time":19.18,"type":"float"}. Read into the flat rows json_run() knows; nullopt when
+// the text is not that.
+std::optional<ParsedLog> parse_json_lines(std::string_view text) {
+  std::map<std::uint64_t, json> by_size;
+  std::string name, gpus;
+  std::size_t objects = 0;
+  for (std::string_view rest = text; !rest.empty();) {
+    auto nl = rest.find('\n');
+    std::string_view line = trim(rest.substr(0, nl));
+    rest = nl == std::string_view::npos ? std::string_view{} : rest.substr(nl + 1);
+    if (line.empty()) continue;
+    if (line.size() > 4096 || line[0] != '{') return std::nullopt;
+    json o = json::parse(line.begin(), line.end(), nullptr, false);
+    if (o.is_discarded() || !o.is_object() || !o.contains("busBw") || !o.contains("size") || !o["size"].is_number_unsigned())
+      return std::nullopt;
+    ++objects;
+    const std::uint64_t size = o["size"].get<std::uint64_t>();
+    json& row = by_size[size];
+    row["size"] = size;
+    if (o.contains("type")) row["type"] = o["type"];
+    // rccl-tests' lines carry no element count: the size over the type's width.
+    const std::string type = o.contains("type") && o["type"].is_string() ? o["type"].get<std::string>() : "float";
+    const std::uint64_t width = type.find("64") != std::string::npos || type == "double"  ? 8
+                                : type.find("16") != std::string::npos || type == "half" ? 2
+                                : type.find("8") != std::string::npos                    ? 1
+                                                                                         : 4;
+    row["count"] = size / width;
+    if (o.contains("redop")) row["redop"] = o["redop"];
+    const bool in_place = o.contains("inPlace") && o["inPlace"].is_number_integer() && o["inPlace"].get<long long>() == 1;
+    const std::string pre = in_place ? "ip_" : "oop_";
+    for (auto [from, to] : {std::pair<const char*, const char*>{"time", "time"}, {"algBw", "algbw"}, {"busBw", "busbw"}})
+      if (o.contains(from)) row[pre + to] = o[from];
+    if (o.contains("#wrong")) {
+      const json& w = o["#wrong"];
+      if (w.is_number()) row[pre + "wrong"] = w;
+      else if (w.is_string() && !w.get<std::string>().empty() && std::isdigit(static_cast<unsigned char>(w.get<std::string>()[0])))
+        row[pre + "wrong"] = std::strtod(w.get<std::string>().c_str(), nullptr);
+    }
+    if (name.empty() && o.contains("name") && o["name"].is_string()) name = o["name"].get<std::string>();
+    if (o.contains("gpus") && o["gpus"].is_number_unsigned()) gpus = std::to_string(o["gpus"].get<std::uint64_t>());
+  }
+  if (objects == 0) return std::nullopt;
+  // "AllReduce" -> "all_reduce_perf".
+  std::string test;
+  for (char ch : name) {
+    if (std::isupper(static_cast<unsigned char>(ch)) && !test.empty()) test += '_';
+    test += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  }
+  if (test == "all_to_all") test = "alltoall";
+  json rows = json::array();
+  for (auto& [size, row] : by_size) rows.push_back(std::move(row));
+  json doc = {{"test", test.empty() ? std::string() : test + "_perf"}};
+  ParsedLog log;
+  json_run(doc, rows, 1, log);
+  if (log.runs.empty()) return std::nullopt;
+  if (!gpus.empty() && log.runs.front().rank_info.empty()) {
+    log.runs.front().ranks = static_cast<int>(std::min<std::uint64_t>(std::strtoull(gpus.c_str(), nullptr, 10), kMaxInferredRanks));
+    log.runs.front().ranks_inferred = false;
+  }
+  return log;
+}
+
 Result<ParsedLog> parse_json(std::string_view text) {
+  if (auto lines = parse_json_lines(text)) return std::move(*lines);
   if (json_depth(text) > kMaxJsonDepth)
     return fail(
         "no nccl-tests table found: a JSON document nested deeper than {} levels, which no "

@@ -69,6 +69,8 @@ const std::vector<Case> kCases = {
     {"324_", "alltoall", "pass", 6.34, {}},           // rccl alltoall: in-place #wrong N/A
     {"325_", "alltoall", "incomplete", 2.31, {}},     // indented MPI tags, cut at 512 KiB
     {"326_", "all_gather", "pass", 7.32, {}},         // old all_gather: no redop column
+    // rccl-tests --output_format json: one object a line (rccl-tests PR 93's sample, 1-4 KiB).
+    {"328_", "all_reduce", "incomplete", 0.31, {}},
 };
 
 TEST(NcclFieldLogs, EveryLogParsesAndIsJudgedAsItsThreadSays) {
@@ -83,6 +85,7 @@ TEST(NcclFieldLogs, EveryLogParsesAndIsJudgedAsItsThreadSays) {
     EXPECT_EQ(collective_name(run.collective), c.collective);
     auto a = analyze_run(run, *refs);
     EXPECT_NEAR(a.peak_busbw_gbps, c.peak, 0.006);
+    if (c.prefix == "328_") EXPECT_EQ(run.ranks, 4);  // its "gpus"
     std::string got;
     for (const auto& an : a.anomalies) got += fmt::format(" {}@{}", an.kind, an.size_bytes);
     EXPECT_EQ(a.verdict, c.verdict) << got;
