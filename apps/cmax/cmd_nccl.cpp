@@ -178,6 +178,7 @@ json run_json(const Analysed& a) {
          {"rows", r.rows.size()},
          {"complete", r.complete},
          {"fabric", r.fabric.empty() ? json(nullptr) : json(r.fabric)},
+         {"backend", r.backend.empty() ? json(nullptr) : json(r.backend)},
          {"peak_busbw_gbps", an.peak_busbw_gbps},
          {"avg_busbw_gbps", an.avg_busbw_gbps},
          {"avg_busbw_reported", r.avg_busbw_reported ? json(*r.avg_busbw_reported) : json(nullptr)},

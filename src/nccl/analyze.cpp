@@ -434,7 +434,8 @@ std::string also_text(const Judged& j) {
 }
 
 // Dips, cliffs and placement disagreements, in order of size.
-void find_falls(const std::vector<SizeRow>& rows, const Fit& fit, int nodes, RunAnalysis& a) {
+void find_falls(const std::vector<SizeRow>& rows, const Fit& fit, int nodes, std::string_view backend,
+                RunAnalysis& a) {
   Thresholds thr{std::max(kNoiseK * fit.noise, kMinFall),
                  std::max(kNoiseK * placement_noise(rows), kMinFall)};
   std::vector<Judged> judged;
@@ -459,9 +460,10 @@ void find_falls(const std::vector<SizeRow>& rows, const Fit& fit, int nodes, Run
   if (!kinks.empty())
     a.notes.push_back(
         fmt::format("{} {} the fitted curve by more than {:.0f}% while busbw still "
-                    "rises: the normal protocol switch (LL/Ring -> Simple/NVLS), "
-                    "not a finding",
-                    kinks, kink_count == 1 ? "lags" : "lag", 100 * thr.fit));
+                    "rises: {}, not a finding",
+                    kinks, kink_count == 1 ? "lags" : "lag", 100 * thr.fit,
+                    backend == "mpi" ? "the MPI library switching algorithms by message size"
+                                     : "the normal protocol switch (LL/Ring -> Simple/NVLS)"));
   for (std::size_t i = 0; i < rows.size();) {
     const Judged& j = judged[i];
     const SizeRow* prev = i ? &rows[i - 1] : nullptr;
@@ -723,7 +725,7 @@ RunAnalysis analyze_run(const Run& run, const std::vector<Reference>& refs, std:
                       "latency-bandwidth model",
                       size_text(rows.front().size), 100 * rows.front().out / a.fit.peak_gbps));
     if (run.rows.back().size_bytes >= kMinJudgedBytes)
-      find_falls(rows, a.fit, run.nodes, a);
+      find_falls(rows, a.fit, run.nodes, run.backend, a);
     else
       a.notes.push_back(fmt::format("the run ends at {}, before the bandwidth-bound sizes: dips and cliffs on the "
                                     "latency-bound part alone are timer noise, not judged",

@@ -599,6 +599,9 @@ class TextParser {
       cur_.run.tests_version = std::string(token_after(body, "nccl-tests version "));
       if (auto code = core::parse_uint(token_after(body, "nccl-library=")))
         cur_.library_code = *code;
+    } else if (starts_with(body, "cmax-collbench version")) {
+      header_fact(no, !cur_.run.backend.empty() || !cur_.run.header.empty() || !cur_.run.test.empty());
+      cur_.run.backend = std::string(token_after(body, " backend "));
     } else if (starts_with(body, "Collective test starting:")) {
       header_fact(no, !cur_.run.test.empty() || !cur_.run.header.empty());
       cur_.run.test = std::string(trim(body.substr(body.find(':') + 1)));

@@ -78,6 +78,9 @@ struct Run {
   /// "2.26.2+cuda12.8" from "NCCL version ..."; else "2.28.3" decoded from the
   /// `# nccl-tests version ... nccl-library=22803` line or a -J file's code; "" when neither.
   std::string nccl_version;
+  /// "mpi" for a cmax-collbench run on its MPI backend ("# cmax-collbench version 0.1.0 backend mpi"),
+  /// "nccl" for its NCCL backend; "" for nccl-tests and rccl-tests.
+  std::string backend;
   std::string tests_version; ///< "2.17.8" from "# nccl-tests version ..."; ""
   std::string header;        ///< the "# nThread ..." line, verbatim; "" when absent
   bool old_format = false;   ///< an `error` column and no `root`

@@ -649,3 +649,10 @@ TEST(NcclParsePrefixes, PaddedSrunLabelsRayTagsAndElidedRanks) {
   EXPECT_EQ(elided.runs.front().ranks, 16);
   EXPECT_TRUE(has_warning(elided.runs.front().warnings, "ranks elided")) << elided.runs.front().warnings.size();
 }
+
+TEST(NcclParsePrefixes, CollbenchBackendIsRead) {
+  auto log = parse_ok("# cmax-collbench version 0.1.0 backend mpi (Open MPI 4.1.4)\n" + golden("01_"));
+  ASSERT_FALSE(log.runs.empty());
+  EXPECT_EQ(log.runs.front().backend, "mpi");
+  EXPECT_EQ(parse_ok(golden("01_")).runs.front().backend, "");
+}
