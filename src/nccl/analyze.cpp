@@ -646,9 +646,9 @@ void judge_reference(const Run& run, const std::vector<SizeRow>& rows,
                                     "declare it (--fabric IB|RoCE|EFA|TCPX|Slingshot) to judge the peak",
                                     run.nodes));
     else if (!run.gpu_model.empty() && run.nodes > 0)
-      a.notes.push_back(fmt::format("no reference for {} {} on {} node(s) over {}{}: the peak is not judged",
+      a.notes.push_back(fmt::format("no reference for {} {} on {} node(s), {}{}: the peak is not judged",
                                     run.gpu_model, collective_name(run.collective), run.nodes,
-                                    run.nodes == 1 ? std::string("NVLink") : run.fabric,
+                                    run.nodes == 1 ? std::string("within one node") : run.fabric,
                                     variant == "default" ? "" : fmt::format(" ({} variant)", variant)));
     return;
   }
