@@ -448,6 +448,26 @@ void find_falls(const std::vector<SizeRow>& rows, const Fit& fit, int nodes, std
     if (judged.back().kink && judged.back().state == State::kOk)
       kinks += fmt::format("{}{}", kink_count++ ? ", " : "", size_text(rows[i].size));
   }
+  // Twins: a size next to a low one with the same busbw (within 1%), itself under the fit by half
+  // the threshold, is low too. Two sizes with one value get one verdict, not one each.
+  auto value = [&](std::size_t k) { return std::max(rows[k].out, rows[k].in.value_or(0)); };
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (std::size_t k = 0; k < rows.size(); ++k) {
+      if (judged[k].state != State::kLow) continue;
+      for (std::size_t n : {k - 1, k + 1}) {
+        if (n >= rows.size() || judged[n].state != State::kOk) continue;  // k - 1 wraps at 0
+        const double v = value(n), expected = fit_busbw_gbps(fit, static_cast<double>(rows[n].size));
+        if (std::abs(v - value(k)) > 0.01 * value(k) || v > expected * (1 - thr.fit / 2)) continue;
+        judged[n] = judged[k];
+        judged[n].measured = v;
+        judged[n].expected = expected;
+        judged[n].from_fit = true;
+        judged[n].kink = false;
+        changed = true;
+      }
+    }
+  }
   // The first measured size is still on its way up on a healthy curve, and the fit has nothing
   // before it: it is a dip only if it is slow against the size after it too, i.e. it takes longer
   // per operation than that larger size (busbw below next * size / next size).

@@ -707,3 +707,24 @@ TEST(NcclAnalyzeTail, ACliffInTheLastSizesIsFoundEvenWhenItIsLong) {
 }
 }  // namespace
 }  // namespace cmax::nccl
+
+namespace cmax::nccl {
+namespace {
+TEST(NcclAnalyzeTwins, TwoSizesWithOneValueGetOneVerdict) {
+  // 32 MiB and 64 MiB both at 117.6 GB/s: 12% under the fit at 32 MiB (under the 15% threshold
+  // alone), 41% under it at 64 MiB. One dip of two sizes, not a dip at 64 MiB alone.
+  nccl::Run run = logistic_run(400, 26, 0.69);
+  const double v = 0.88 * 400 / (1 + std::exp(0.69));
+  for (auto& r : run.rows)
+    if (r.size_bytes == (32u << 20) || r.size_bytes == (64u << 20)) {
+      r.out_of_place.busbw_gbps = v;
+      r.in_place = r.out_of_place;
+    }
+  auto a = analyze_run(run, {});
+  ASSERT_EQ(a.anomalies.size(), 1u) << describe(a);
+  EXPECT_EQ(a.anomalies[0].kind, "dip");
+  EXPECT_EQ(a.anomalies[0].size_bytes, 32u << 20) << describe(a);
+  EXPECT_NE(a.anomalies[0].detail.find("32 MiB to 64 MiB"), std::string::npos) << a.anomalies[0].detail;
+}
+}  // namespace
+}  // namespace cmax::nccl
