@@ -617,6 +617,16 @@ class TextParser {
       if (!cur_.table) return;
       cur_.touch(no);
       if (auto n = core::parse_uint(token_after(body, ":"))) cur_.run.out_of_bounds = *n;
+    } else if (starts_with(body, "Collective test concluded:")) {
+      // After the footer (v2.17 on): it names the collective of the run just closed, which a paste
+      // that starts mid-table has no other word for.
+      std::string name(trim(body.substr(body.find(':') + 1)));
+      if (!log.runs.empty() && !cur_.table && collective_from_name(name) != Collective::kUnknown &&
+          log.runs.back().test != name) {
+        Run& last = log.runs.back();
+        last.test = name;
+        last.collective = collective_from_name(name);
+      }
     } else if (starts_with(body, "Avg bus bandwidth")) {
       if (!cur_.table) return;
       cur_.touch(no);

@@ -69,6 +69,10 @@ const std::vector<Case> kCases = {
     {"324_", "alltoall", "pass", 6.34, {}},           // rccl alltoall: in-place #wrong N/A
     {"325_", "alltoall", "incomplete", 2.31, {}},     // indented MPI tags, cut at 512 KiB
     {"326_", "all_gather", "pass", 7.32, {}},         // old all_gather: no redop column
+    // nccl issue 1435 (GPU-pair asymmetry, not size): a linear-step all_gather, 16-112 MiB.
+    {"320_", "all_gather", "pass", 144.59, {}},
+    // rccl PR 2075: the tail of a broadcast, named only by "# Collective test concluded".
+    {"323_", "broadcast", "pass", 7.18, {}},
     // rccl-tests --output_format json: one object a line (rccl-tests PR 93's sample, 1-4 KiB).
     {"328_", "all_reduce", "incomplete", 0.31, {}},
 };
