@@ -656,3 +656,15 @@ TEST(NcclParsePrefixes, CollbenchBackendIsRead) {
   EXPECT_EQ(log.runs.front().backend, "mpi");
   EXPECT_EQ(parse_ok(golden("01_")).runs.front().backend, "");
 }
+
+TEST(NcclParsePrefixes, TheFabricComesFromNcclInfoNetLines) {
+  const std::string table = golden("01_");
+  auto with = [&](const std::string& info) { return parse_ok(info + "\n" + table).runs.front().fabric; };
+  EXPECT_EQ(with("node1:1234:1234 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_3:1/IB ; OOB ibp26s0:10.0.0.1<0>"), "IB");
+  EXPECT_EQ(with("node1:1234:1234 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/RoCE [RO]; OOB eth0:10.0.0.1<0>"), "RoCE");
+  EXPECT_EQ(with("node1:1234:1234 [0] NCCL INFO NET/OFI Selected Provider is efa (found 4 nics)"), "EFA");
+  EXPECT_EQ(with("node1:1234:1234 [0] NCCL INFO NET/OFI Selected Provider is cxi (found 4 nics)"), "Slingshot");
+  EXPECT_EQ(with("a3mega:99:99 [0] NCCL INFO NET/FasTrak : Using 8 NICs"), "TCPX");
+  EXPECT_EQ(with("node1:1234:1234 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.1<0>"), "Socket");
+  EXPECT_EQ(parse_ok(table).runs.front().fabric, "");
+}
