@@ -246,7 +246,9 @@ RowParse parse_row(std::string_view line, std::optional<bool> has_root, std::siz
   }
   if (said_root) *said_root = root;
   const std::size_t m = f.size() - i;
-  if (m != 3 && m != 4 && m != 7 && m != 8) {
+  // 5 or 6: a row cut inside its in-place half (a paste, a crash): the out-of-place half is whole.
+  const bool cut_in_place = m == 5 || m == 6;
+  if (m != 3 && m != 4 && m != 7 && m != 8 && !cut_in_place) {
     out.reason = fmt::format("{} measure fields, expected 8 (or 3, 4, 7)", m);
     return out;
   }
@@ -270,7 +272,7 @@ RowParse parse_row(std::string_view line, std::optional<bool> has_root, std::siz
     }
     return true;
   };
-  bool ok = measure(i, m == 4 || m >= 7, row.out_of_place);
+  bool ok = measure(i, m == 4 || m >= 5, row.out_of_place);
   if (ok && m >= 7) {
     Measure ip;
     ok = measure(i + 4, m == 8, ip);
@@ -284,6 +286,8 @@ RowParse parse_row(std::string_view line, std::optional<bool> has_root, std::siz
     out.reason = std::move(why);
     return out;
   }
+  if (cut_in_place)
+    out.reason = fmt::format("cut inside its in-place half ({} of 8 measure fields): the out-of-place half is read", m);
   out.row = std::move(row);
   return out;
 }
@@ -565,6 +569,7 @@ class TextParser {
     bool said_root = false;
     RowParse p = parse_row(s, cur_.has_root, no, &said_root);
     if (p.row) {
+      if (!p.reason.empty()) cur_.warn(fmt::format("line {}: {}", no, p.reason));
       if (!cur_.table && !cur_.has_root) cur_.run.old_format = !said_root;
       cur_.table = true;
       cur_.touch(no);

@@ -668,3 +668,16 @@ TEST(NcclParsePrefixes, TheFabricComesFromNcclInfoNetLines) {
   EXPECT_EQ(with("node1:1234:1234 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.1<0>"), "Socket");
   EXPECT_EQ(parse_ok(table).runs.front().fabric, "");
 }
+
+TEST(NcclParsePrefixes, ARowCutInsideItsInPlaceHalfKeepsItsOutOfPlaceHalf) {
+  const std::string text =
+      "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
+      "   134217728      33554432     float     sum      -1   1303.5  102.97  193.07      0   1301.2  103.15\n"
+      "   268435456      67108864     float     sum      -1   2510.1  106.94  200.52      0   2509.8  106.96  200.55      0\n";
+  auto log = parse_ok(text);
+  ASSERT_EQ(log.runs.size(), 1u);
+  ASSERT_EQ(log.runs[0].rows.size(), 2u);
+  EXPECT_DOUBLE_EQ(log.runs[0].rows[0].out_of_place.busbw_gbps, 193.07);
+  EXPECT_FALSE(log.runs[0].rows[0].in_place.has_value());
+  EXPECT_TRUE(has_warning(log.runs[0].warnings, "out-of-place half is read"));
+}
