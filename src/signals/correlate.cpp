@@ -125,6 +125,15 @@ const std::string& Correlator::gpu_key_of(const std::string& node, std::string_v
   return key_;
 }
 
+const std::string& Correlator::lockup_key_of(const std::string& node, Kind kind, std::string_view drill) {
+  key_.assign(node);
+  key_ += '\x1f';
+  key_.append(to_string(kind));
+  key_ += '\x1f';
+  key_.append(drill);
+  return key_;
+}
+
 void Correlator::touch(Incident& inc, const LineInfo& info) {
   if (info.has_time) {
     if (!inc.has_time) {
@@ -352,13 +361,9 @@ bool Correlator::add_line(const Event& e) {
 
   // CPU lockups on one node are one incident: the cores a stuck lock or a storm holds are listed
   // in it ("CPU#25 x1"), not an incident each.
-  if ((s.kind == Kind::soft_lockup || s.kind == Kind::hard_lockup) && s.code >= 0) {
-    key_.assign(*e.node);
-    key_ += '\x1f';
-    key_.append(to_string(s.kind));
-    key_ += '\x1f';
-    key_.append(e.drill);
-    if (auto lc = lockup_chain_.find(key_); lc != lockup_chain_.end()) {
+  const bool lockup = (s.kind == Kind::soft_lockup || s.kind == Kind::hard_lockup) && s.code >= 0;
+  if (lockup) {
+    if (auto lc = lockup_chain_.find(lockup_key_of(*e.node, s.kind, e.drill)); lc != lockup_chain_.end()) {
       Incident& head = incidents_[lc->second];
       if (head.code != s.code && within_window(head, *e.info) && !head.resolved) {
         last_ = lc->second;
@@ -405,14 +410,7 @@ bool Correlator::add_line(const Event& e) {
                    return i.kind == s.kind && i.device == s.device && i.node == *e.node && i.drill == e.drill;
                  });
   if (in_gpu_chain(s) && is_pci(s.device)) gpu_chain_[gpu_key_of(*e.node, s.device, e.drill)] = index;
-  if ((s.kind == Kind::soft_lockup || s.kind == Kind::hard_lockup) && s.code >= 0) {
-    key_.assign(*e.node);
-    key_ += '\x1f';
-    key_.append(to_string(s.kind));
-    key_ += '\x1f';
-    key_.append(e.drill);
-    lockup_chain_[key_] = index;
-  }
+  if (lockup) lockup_chain_[lockup_key_of(*e.node, s.kind, e.drill)] = index;
   link_root_cause(index);
   if (s.kind == Kind::xid && s.code != 45) xids_by_gpu_[gpu_key_of(*e.node, s.device, e.drill)].push_back(index);
   return true;

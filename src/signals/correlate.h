@@ -94,6 +94,8 @@ class Correlator {
                                          std::string_view drill) const;
   // node + '\x1f' + GPU (PCI address without its function) [+ '\x1f' + drill], in a reused buffer.
   const std::string& gpu_key_of(const std::string& node, std::string_view device, std::string_view drill);
+  /// node|kind|drill: the key of a node's CPU-lockup incident (into key_, like gpu_key_of).
+  const std::string& lockup_key_of(const std::string& node, Kind kind, std::string_view drill);
   Incident& open_incident(const Event& e, Action action);
   bool add_line(const Event& e);
   void link_root_cause(std::size_t index);
@@ -109,7 +111,7 @@ class Correlator {
   std::unordered_map<std::string, std::size_t> lockup_chain_;  ///< node|kind|drill -> its lockup incident
   std::unordered_map<std::string, std::size_t> gpu_chain_;  ///< node|gpu -> last GPU-fault incident
   std::unordered_map<std::string, std::vector<std::size_t>> xids_by_gpu_;  ///< node|gpu -> Xid incidents but 45
-  std::string key_;  ///< scratch for gpu_key_of
+  std::string key_;  ///< scratch for gpu_key_of and lockup_key_of
   std::optional<std::size_t> last_;
   std::uint64_t ignored_ = 0, unmatched_closes_ = 0, merged_past_cap_ = 0, dropped_past_cap_ = 0;
 };
