@@ -2,10 +2,11 @@
 
 #include <algorithm>
 #include <bit>
-#include <charconv>
+#include <limits>
 
 #include <fmt/format.h>
 
+#include "core/strings.h"
 #include "signals/csv.h"
 
 namespace cmax::signals {
@@ -15,19 +16,17 @@ extern const char kXid74DecodeCsv[];      // generated from data/xid74_decode.cs
 
 namespace {
 
+// The sheets' numbers, through core's parsers: a 32-bit register ("0x00000001") and a small integer.
 std::optional<std::uint32_t> hex32(std::string_view s) {
-  if (s.starts_with("0x") || s.starts_with("0X")) s.remove_prefix(2);
-  std::uint32_t v = 0;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v, 16);
-  if (s.empty() || ec != std::errc() || p != s.data() + s.size()) return std::nullopt;
-  return v;
+  auto v = core::parse_uint(s, 16);
+  if (!v || *v > std::numeric_limits<std::uint32_t>::max()) return std::nullopt;
+  return static_cast<std::uint32_t>(*v);
 }
 
 std::optional<int> integer(std::string_view s) {
-  int v = 0;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (s.empty() || ec != std::errc() || p != s.data() + s.size()) return std::nullopt;
-  return v;
+  auto v = core::parse_int(s);
+  if (!v || *v < std::numeric_limits<int>::min() || *v > std::numeric_limits<int>::max()) return std::nullopt;
+  return static_cast<int>(*v);
 }
 
 // The sheet's immediate actions on cmax's scale. XID_154_EVAL: the Xid 154 the driver prints next
