@@ -6,6 +6,7 @@
 #include <string_view>
 #include <vector>
 
+#include "support/signals_catalog.h"
 #include "signals/catalog.h"
 #include "signals/classify.h"
 #include "signals/prefix.h"
@@ -15,14 +16,7 @@ using namespace cmax::signals;
 
 namespace {
 
-const Catalog& catalog() {
-  static const Catalog c = [] {
-    auto r = Catalog::builtin();
-    if (!r) ADD_FAILURE() << r.error().message;
-    return std::move(r).value();
-  }();
-  return c;
-}
+const Catalog& catalog() { return cmax::test::signals_catalog(); }
 
 std::string_view message_of(std::string_view line) { return parse_line_prefix(line, 2024).message; }
 

@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "support/signals_catalog.h"
 #include "signals/catalog.h"
 #include "signals/correlate.h"
 #include "signals/drill_marker.h"
@@ -18,14 +19,7 @@ using namespace cmax::signals;
 
 namespace {
 
-const Catalog& catalog() {
-  static const Catalog c = [] {
-    auto r = Catalog::builtin();
-    if (!r) ADD_FAILURE() << r.error().message;
-    return std::move(r).value();
-  }();
-  return c;
-}
+const Catalog& catalog() { return cmax::test::signals_catalog(); }
 
 // The xid79 scenario's lines as a drill writes them (data/drills.json, rendered for drill 1a2b).
 const std::vector<std::string> kXid79 = {

@@ -15,6 +15,7 @@
 
 #include <fmt/format.h>
 
+#include "support/signals_catalog.h"
 #include "signals/catalog.h"
 #include "signals/classify.h"
 #include "signals/correlate.h"
@@ -25,14 +26,7 @@ using namespace cmax::signals;
 
 namespace {
 
-const Catalog& catalog() {
-  static const Catalog c = [] {
-    auto r = Catalog::builtin();
-    if (!r) ADD_FAILURE() << r.error().message;
-    return std::move(r).value();
-  }();
-  return c;
-}
+const Catalog& catalog() { return cmax::test::signals_catalog(); }
 
 struct Scan {
   std::vector<Incident> incidents;

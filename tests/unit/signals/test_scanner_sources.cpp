@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "support/signals_catalog.h"
 #include "signals/catalog.h"
 #include "signals/correlate.h"
 #include "signals/scanner.h"
@@ -23,14 +24,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const Catalog& catalog() {
-  static const Catalog c = [] {
-    auto r = Catalog::builtin();
-    if (!r) ADD_FAILURE() << r.error().message;
-    return std::move(r).value();
-  }();
-  return c;
-}
+const Catalog& catalog() { return cmax::test::signals_catalog(); }
 
 // One line per incident, every field that correlation decides.
 std::vector<std::string> summary(const std::vector<Incident>& incidents) {

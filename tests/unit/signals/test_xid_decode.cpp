@@ -12,6 +12,7 @@
 #include <sstream>
 #include <string>
 
+#include "support/signals_catalog.h"
 #include "signals/catalog.h"
 #include "signals/classify.h"
 #include "signals/csv.h"
@@ -22,14 +23,7 @@ using namespace cmax::signals;
 
 namespace {
 
-const Catalog& catalog() {
-  static const Catalog c = [] {
-    auto r = Catalog::builtin();
-    if (!r) ADD_FAILURE() << r.error().message;
-    return std::move(r).value();
-  }();
-  return c;
-}
+const Catalog& catalog() { return cmax::test::signals_catalog(); }
 
 std::string slurp(const std::string& rel) {
   std::ifstream in(std::string(CMAX_SOURCE_DIR) + "/" + rel, std::ios::binary);
