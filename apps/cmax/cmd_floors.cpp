@@ -5,7 +5,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -43,11 +42,7 @@ std::string today_utc() {
 
 Result<std::string> base_text(const FloorsState& s) {
   if (s.min_versions.empty()) return std::string(audit::builtin_floors_text());
-  std::ifstream in(s.min_versions, std::ios::binary);
-  if (!in) return fail("read version floors {}: cannot open the file; check the --min-versions path", s.min_versions);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  return audit::read_floors_text(s.min_versions);
 }
 
 int run_show(const FloorsState& s) {

@@ -160,12 +160,18 @@ std::string_view builtin_floors_text() { return kBuiltinMinVersions; }
 
 Result<Floors> builtin_floors() { return parse_floors(kBuiltinMinVersions, "built-in data/min-versions.json"); }
 
-Result<Floors> load_floors_file(const std::string& path) {
+Result<std::string> read_floors_text(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return fail("read version floors {}: cannot open the file; check the --min-versions path", path);
   std::ostringstream ss;
   ss << in.rdbuf();
-  return parse_floors(ss.str(), path);
+  return ss.str();
+}
+
+Result<Floors> load_floors_file(const std::string& path) {
+  auto text = read_floors_text(path);
+  if (!text) return Unexpected<Error>{text.error()};
+  return parse_floors(*text, path);
 }
 
 FloorVerdict evaluate_floor(const ComponentFloor& cf, const core::Version& observed) {

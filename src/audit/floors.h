@@ -81,6 +81,8 @@ Result<Floors> parse_floors(std::string_view json_text, std::string origin);
 Result<Floors> builtin_floors();
 /// The text of data/min-versions.json as compiled into this binary.
 std::string_view builtin_floors_text();
+/// The text of a min-versions file (the error names the path and the --min-versions flag).
+Result<std::string> read_floors_text(const std::string& path);
 /// Reads and parses a min-versions file.
 Result<Floors> load_floors_file(const std::string& path);
 

@@ -22,7 +22,7 @@ struct Reply {
 
 std::size_t append(char* data, std::size_t size, std::size_t n, void* user) {
   auto* out = static_cast<std::string*>(user);
-  if (out->size() + size * n > (16u << 20)) return 0;  // a feed document is never this large
+  if (out->size() + size * n > kMaxFeedDocumentBytes) return 0;
   out->append(data, size * n);
   return size * n;
 }

@@ -3,11 +3,15 @@
 // line, the CVEs, and the document that says so. Every reader in feeds/ turns its documents into
 // these; update.h merges them into a floors file.
 
+#include <cstddef>
 #include <map>
 #include <string>
 #include <vector>
 
 namespace cmax::feeds {
+
+/// No feed document is larger: the bound of a fetch and of a recorded file read.
+inline constexpr std::size_t kMaxFeedDocumentBytes = 16u << 20;
 
 struct FeedFix {
   std::string component;  ///< a floors component ("nvidia-driver"), or "kernel" for distro kernel fixes

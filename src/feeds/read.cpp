@@ -1,12 +1,11 @@
 #include "feeds/read.h"
 
 #include <algorithm>
-#include <fstream>
-#include <sstream>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/text_file.h"
 #include "feeds/amd_bulletin.h"
 #include "feeds/nvidia_csaf.h"
 #include "feeds/osv.h"
@@ -39,11 +38,13 @@ Result<FeedSet> read_feed_dir(const std::filesystem::path& dir) {
   std::sort(files.begin(), files.end());
   FeedSet set;
   for (const auto& f : files) {
-    std::ifstream in(f, std::ios::binary);
-    std::stringstream ss;
-    ss << in.rdbuf();
     auto name = std::filesystem::relative(f, dir).string();
-    auto d = read_feed_document(ss.str(), name);
+    auto text = core::read_text_file(f.string(), kMaxFeedDocumentBytes, "; not a feed document");
+    if (!text) {
+      set.notes.push_back({name, text.error().message});
+      continue;
+    }
+    auto d = read_feed_document(*text, name);
     if (!d) {
       set.notes.push_back({name, d.error().message});
       continue;
