@@ -153,9 +153,9 @@ class Agent {
   EventLog& log_;
   sched::Scheduler& scheduler_;
   std::vector<ProbeEntry> probes_;
-  int driver_branch_ = -1;  ///< this host's NVIDIA driver branch (/proc/driver/nvidia/version), -1 unknown
   std::mutex detect_mu_;  ///< the correlator and the maps below: kmsg and probe threads share them
   std::unique_ptr<signals::Correlator> correlator_;
+  int driver_branch_ = -1;  ///< this host's NVIDIA driver branch (/proc/driver/nvidia/version), -1 unknown
   signals::DrillTracker drills_;  ///< drill markers seen in the log (with detect_mu_)
   /// Drill lines read while catching up with the log written before the agent started: judged
   /// once the backlog is read, when each drill's end marker (which follows its lines) has been seen.
