@@ -1,8 +1,10 @@
 // libFuzzer target: parse_nccl_tests over nccl-tests text logs and -J JSON. Invariants: no crash
 // and no unbounded allocation on any bytes; every kept row has size and count <= 1e18 and finite,
-// non-negative times, bandwidths and #wrong; no more runs than lines (each needs one); warnings
+// non-negative times, bandwidths and #wrong; no more runs than lines (each needs one); no more
+// nodes than ranks (or Rank lines); warnings
 // per run stay within the cap plus its summary line; a failure is the "no table" error.
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -36,8 +38,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   check(!r->runs.empty() && r->runs.size() <= lines);
   for (const auto& run : r->runs) {
     check(run.warnings.size() <= cmax::nccl::kMaxWarningsPerRun + 2);
+    // Hosts seen, or (ranks elided) ranks over the GPUs a node has: never more nodes than ranks.
     check(run.ranks >= 0 && run.nodes >= 0 &&
-          static_cast<std::size_t>(run.nodes) <= run.rank_info.size());
+          static_cast<std::size_t>(run.nodes) <=
+              std::max(static_cast<std::size_t>(run.ranks), run.rank_info.size()));
+    check(run.nics >= 0);
     check(!run.ranks_inferred || run.rank_info.empty());
     for (const auto& row : run.rows) {
       check(row.size_bytes <= cmax::nccl::kMaxRowBytes && row.count <= cmax::nccl::kMaxRowBytes);

@@ -59,6 +59,8 @@ struct NcclFlags {
   bool no_network = false, no_ring = false, dry_run = false;
   std::string sysfs = "/sys", nccl_conf;
   std::string fabric;  ///< analyze: the fabric of runs whose log does not show it
+  std::string gpu;     ///< analyze: the GPU of runs whose log has no Rank lines
+  int nodes = 0;       ///< analyze: the node count of runs whose log does not show it
 };
 
 void progress(std::string_view line) {
@@ -178,6 +180,7 @@ json run_json(const Analysed& a) {
          {"rows", r.rows.size()},
          {"complete", r.complete},
          {"fabric", r.fabric.empty() ? json(nullptr) : json(r.fabric)},
+         {"nics", r.nics > 0 ? json(r.nics) : json(nullptr)},
          {"backend", r.backend.empty() ? json(nullptr) : json(r.backend)},
          {"peak_busbw_gbps", an.peak_busbw_gbps},
          {"avg_busbw_gbps", an.avg_busbw_gbps},
@@ -307,6 +310,8 @@ int run_analyze(const NcclFlags& f) {
     files.push_back({{"file", path}, {"runs", parsed->runs.size()}, {"warnings", parsed->warnings}});
     for (std::size_t i = 0; i < parsed->runs.size(); ++i) {
       if (parsed->runs[i].fabric.empty()) parsed->runs[i].fabric = f.fabric;
+      if (parsed->runs[i].gpu_model.empty()) parsed->runs[i].gpu_model = f.gpu;
+      if (parsed->runs[i].nodes == 0) parsed->runs[i].nodes = f.nodes;
       runs.push_back({path, i, std::move(parsed->runs[i])});
     }
   }
@@ -590,6 +595,13 @@ Runner setup_nccl(CLI::App& sub) {
                       "The inter-node fabric of runs whose log does not show it (no NCCL INFO NET line): IB, RoCE,\n"
                       "EFA, TCPX, Slingshot. A multi-node run of unknown fabric is judged against no reference")
       ->check(CLI::IsMember({"IB", "RoCE", "EFA", "TCPX", "Slingshot", "Socket"}));
+  analyze->add_option("--gpu", f->gpu,
+                      "The GPU of runs whose log prints no '#  Rank' lines (a pasted tail), as nvidia-smi names it\n"
+                      "(\"NVIDIA H100 80GB HBM3\"); without it such a run is judged against no reference");
+  analyze->add_option("--nodes", f->nodes,
+                      "The node count of runs whose log does not show it (no Rank lines, or ranks elided without\n"
+                      "the GPUs a node has); without it such a run is judged against no reference nor scaling")
+      ->check(CLI::Range(1, 100000));
   analyze->add_flag("--json", f->json, "Print {\"schema\": \"cmax.nccl/1\", ...} (docs/schemas/nccl.md)");
 
   auto* sweep = sub.add_subcommand("sweep", "Run the collectives over node counts and variants, then analyse them");

@@ -317,6 +317,8 @@ struct Judged {
   bool from_fit = true;  // expected is the fit (else the smaller size's busbw)
   double other = -1;     // the other placement's busbw, -1 when absent
   bool kink = false;     // a lag below the curve let through as the protocol switch
+  bool local = false;    // found by the local view (mark_local_dips): expected is the neighbours'
+  double local_noise = 0;
 };
 
 struct Thresholds {
@@ -416,6 +418,9 @@ Fit fit_run(const Run& run) { return fit_points(informative_rows(run, peak_of(ru
 namespace {
 
 std::string basis_text(const Judged& j, const SizeRow* prev) {
+  if (j.local)
+    return fmt::format("the {:.4g} GB/s its two neighbouring sizes put it at (local noise {:.1f}%)",
+                       j.expected, 100 * j.local_noise);
   if (j.from_fit || !prev) return fmt::format("the fitted {:.4g} GB/s", j.expected);
   return fmt::format("the {:.4g} GB/s measured at {} (busbw should not fall as size grows)",
                      j.expected, size_text(prev->size));
@@ -431,6 +436,73 @@ std::string also_text(const Judged& j) {
   if (j.placement == "both" || j.other < 0) return "";
   return fmt::format(" ({} {:.4g} GB/s, low too)",
                      j.placement == "in_place" ? "out_of_place" : "in_place", j.other);
+}
+
+// The local view: a size below the line through its two neighbours, once the fit's own curvature
+// is taken out (r = e_i - interpolation of e_{i-1}, e_{i+1}, e = ln(busbw / fit)). A model misfit
+// (the protocol switch, a curve that bends more slowly than a logistic) moves neighbours together
+// and inflates the fit's noise; it cancels here, so a 13% dip shows on a run whose fit noise is 4%.
+// Local noise: 1.4826 x MAD of r over the run / sqrt(1.5) (r of white noise has 1.5 x its
+// variance), floored at kLocalNoiseFloor. A size is low when r < -max(kNoiseK x sqrt(1.5) x noise,
+// kMinLocalFall) in the larger placement and in each placement measured by half that, its busbw is
+// not above the smaller size's (a size that still rises is a late switch, e.g. A3 Mega's TCPXO at
+// 16 MiB), both its neighbours are on the curve, it is outside the protocol-switch zone, and it is
+// not the first or last size (the first has no left neighbour; the last is a cliff's business).
+constexpr double kLocalNoiseFloor = 0.02;
+constexpr double kMinLocalFall = 0.10;
+constexpr std::size_t kMinLocalSizes = 6;
+
+void mark_local_dips(const std::vector<SizeRow>& rows, const Fit& fit, std::vector<Judged>& judged) {
+  const std::size_t n = rows.size();
+  if (n < kMinLocalSizes || fit.plateau_only) return;
+  auto fitted = [&](std::size_t k) { return fit_busbw_gbps(fit, static_cast<double>(rows[k].size)); };
+  auto in_zone = [&](std::size_t k) { return rows[k].size >= kKinkLowBytes && rows[k].size <= kKinkHighBytes; };
+  // e of one placement (out, in, or the larger of the two) at row k; NaN when not measured.
+  auto e_of = [&](std::size_t k, int which) {
+    double v = which == 0 ? rows[k].out : which == 1 ? rows[k].in.value_or(0)
+                                                     : std::max(rows[k].out, rows[k].in.value_or(0));
+    double f = fitted(k);
+    return v > 0 && f > 0 ? std::log(v / f) : std::numeric_limits<double>::quiet_NaN();
+  };
+  auto residual = [&](std::size_t k, int which) {
+    const double x0 = std::log2(static_cast<double>(rows[k - 1].size));
+    const double x1 = std::log2(static_cast<double>(rows[k].size));
+    const double x2 = std::log2(static_cast<double>(rows[k + 1].size));
+    const double w = x2 > x0 ? (x1 - x0) / (x2 - x0) : 0.5;
+    return e_of(k, which) - (e_of(k - 1, which) * (1 - w) + e_of(k + 1, which) * w);
+  };
+  std::vector<double> r;
+  r.reserve(n);
+  for (std::size_t k = 1; k + 1 < n; ++k) {
+    if (in_zone(k)) continue;
+    double v = residual(k, 2);
+    if (std::isfinite(v)) r.push_back(std::abs(v));
+  }
+  if (r.size() < kMinLocalSizes - 2) return;
+  const double noise = std::max(kLocalNoiseFloor, kMadToSigma * median(r) / std::sqrt(1.5));
+  const double thr = std::max(kNoiseK * std::sqrt(1.5) * noise, kMinLocalFall);
+  for (std::size_t k = 1; k + 1 < n; ++k) {
+    if (in_zone(k) || judged[k].state != State::kOk || judged[k - 1].state != State::kOk ||
+        judged[k + 1].state != State::kOk)
+      continue;
+    if (!(residual(k, 2) < -thr) || !(residual(k, 0) < -thr / 2)) continue;
+    if (rows[k].in && !(residual(k, 1) < -thr / 2)) continue;
+    // Still rising over the smaller size: a switch that comes late (TCPXO at 16 MiB, a
+    // latency-bound edge), not a fall; busbw never falls as size grows on a healthy run.
+    if (std::max(rows[k].out, rows[k].in.value_or(0)) > std::max(rows[k - 1].out, rows[k - 1].in.value_or(0)))
+      continue;
+    // Where the neighbours put it: their busbw, interpolated the same way.
+    const double expected = std::max(rows[k].out, rows[k].in.value_or(0)) * std::exp(-residual(k, 2));
+    Judged j;
+    j.state = State::kLow;
+    j.placement = rows[k].in ? "both" : "out_of_place";
+    j.measured = std::max(rows[k].out, rows[k].in.value_or(0));  // both are at most this
+    j.expected = expected;
+    j.from_fit = true;
+    j.local = true;
+    j.local_noise = noise;
+    judged[k] = j;
+  }
 }
 
 // Dips, cliffs and placement disagreements, in order of size.
@@ -477,6 +549,7 @@ void find_falls(const std::vector<SizeRow>& rows, const Fit& fit, int nodes, std
     if (first >= second * static_cast<double>(rows[0].size) / static_cast<double>(rows[1].size))
       judged[0].state = State::kOk;
   }
+  mark_local_dips(rows, fit, judged);
   if (!kinks.empty())
     a.notes.push_back(
         fmt::format("{} {} the fitted curve by more than {:.0f}% while busbw still "
@@ -752,7 +825,9 @@ RunAnalysis analyze_run(const Run& run, const std::vector<Reference>& refs, std:
                                     size_text(run.rows.back().size_bytes)));
     const std::uint64_t largest = run.rows.back().size_bytes;
     if (a.fit.plateau_only || fit_busbw_gbps(a.fit, static_cast<double>(largest)) >= 0.9 * a.fit.peak_gbps) {
-      a.plateau_gbps = a.fit.peak_gbps;
+      // Never above what was measured: a fit that bends late (GB200 NVL72 from 512 MiB) puts its
+      // asymptote a few percent past the data's last sizes.
+      a.plateau_gbps = std::min(a.fit.peak_gbps, a.peak_busbw_gbps);
     } else {
       a.plateau_not_reached_by = largest;
       a.notes.push_back(fmt::format("the plateau is not reached by {} (the curve is still rising there, at {:.3g} "

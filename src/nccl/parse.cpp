@@ -120,6 +120,21 @@ std::string fabric_in(std::string_view s) {
   return {};
 }
 
+/// How many devices a "NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB ; OOB ..." line lists (the
+/// "[N]" before each; the OOB interface after ';' is not one); 0 for any other line.
+int nics_in(std::string_view s) {
+  auto at = s.find("NET/IB");
+  if (at == std::string_view::npos) return 0;
+  s.remove_prefix(at);
+  if (auto using_at = s.find("Using"); using_at != std::string_view::npos) s.remove_prefix(using_at);
+  else return 0;
+  s = s.substr(0, s.find(';'));
+  int n = 0;
+  for (std::size_t i = 0; i + 2 < s.size(); ++i)
+    if (s[i] == '[' && s[i + 1] >= '0' && s[i + 1] <= '9') ++n;
+  return n;
+}
+
 /// The token after `key` in `s` (e.g. the version after "NCCL version "); "" when absent.
 std::string_view token_after(std::string_view s, std::string_view key) {
   auto at = s.find(key);
@@ -484,12 +499,14 @@ Run finish_run(Builder& b) {
     r.ranks = static_cast<int>(std::min<std::size_t>(r.rank_info.size(), kMaxInferredRanks));
     // A paste that elides ranks ("#  Rank  0 ...", "......", "#  Rank 63 ...") still names the
     // highest: the run had at least that many.
-    int highest = 0;
-    for (const auto& info : r.rank_info) highest = std::max(highest, info.rank);
-    if (highest + 1 > r.ranks && highest < kMaxInferredRanks) {
+    const RankInfo* highest = &r.rank_info.front();
+    for (const auto& info : r.rank_info)
+      if (info.rank > highest->rank) highest = &info;
+    const bool elided = highest->rank + 1 > r.ranks && highest->rank < kMaxInferredRanks;
+    if (elided) {
       b.warn(fmt::format("{} Rank line(s) but rank {} is printed: ranks elided in the log; counting {}",
-                         r.rank_info.size(), highest, highest + 1));
-      r.ranks = highest + 1;
+                         r.rank_info.size(), highest->rank, highest->rank + 1));
+      r.ranks = highest->rank + 1;
     }
     std::unordered_map<std::string, std::size_t> gpu_count;
     std::set<std::string> hosts;
@@ -503,6 +520,23 @@ Run finish_run(Builder& b) {
       }
     }
     r.nodes = static_cast<int>(r.hosts.size());
+    // The hosts of elided ranks are not printed: the hosts seen are a lower bound. Launchers place
+    // ranks in blocks (local rank = device), so the last rank's device + 1 is the GPUs per node;
+    // the count follows when it divides the ranks, else the node count is unknown (0).
+    if (elided) {
+      const int per_node = highest->device + 1;
+      const int inferred = per_node > 0 && r.ranks % per_node == 0 ? r.ranks / per_node : 0;
+      if (inferred >= r.nodes) {
+        b.warn(fmt::format("counting {} node(s): rank {} is device {} on its host, so {} GPU(s) a node", inferred,
+                           highest->rank, highest->device, per_node));
+        r.nodes = inferred;
+      } else {
+        b.warn(fmt::format("node count unknown: ranks are elided and rank {} (device {}) does not say how "
+                           "many GPUs a node has; declare it with --nodes",
+                           highest->rank, highest->device));
+        r.nodes = 0;
+      }
+    }
   }
   if (r.nccl_version.empty() && b.library_code) r.nccl_version = decode_nccl_code(*b.library_code);
   if (!r.test.empty()) r.collective = collective_from_name(r.test);
@@ -556,6 +590,7 @@ class TextParser {
     if (s.find("NCCL INFO") != std::string_view::npos ||
         s.find("NCCL WARN") != std::string_view::npos || starts_with(s, "NCCL version")) {
       if (cur_.run.fabric.empty()) cur_.run.fabric = fabric_in(s);
+      if (cur_.run.nics == 0) cur_.run.nics = nics_in(s);
       if (auto v = token_after(s, "NCCL version "); !v.empty() && is_digit(v[0])) {
         if (cur_.run.nccl_version.empty()) cur_.run.nccl_version = std::string(v);
         if (!cur_.table) cur_.touch(no);

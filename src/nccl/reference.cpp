@@ -197,6 +197,15 @@ std::string reference_fabric(const Reference& r) {
   return {};
 }
 
+int reference_nics(const Reference& r) {
+  // "8x400G IB", "32x100G EFA (p5.48xlarge)": the count before the 'x'; 0 when not stated.
+  int n = 0;
+  std::size_t i = 0;
+  while (i < r.fabric.size() && r.fabric[i] >= '0' && r.fabric[i] <= '9' && n < 100000)
+    n = n * 10 + (r.fabric[i++] - '0');
+  return i > 0 && i < r.fabric.size() && r.fabric[i] == 'x' ? n : 0;
+}
+
 const Reference* find_reference(const std::vector<Reference>& refs, const Run& run,
                                 std::string_view variant) {
   if (run.gpu_model.empty() || run.nodes < 1) return nullptr;
@@ -213,6 +222,8 @@ const Reference* find_reference(const std::vector<Reference>& refs, const Run& r
     if (run.nodes < r.min_nodes || run.nodes > r.max_nodes) continue;
     if (!contains_word(run.gpu_model, r.gpu)) continue;
     if (!by_name && reference_fabric(r) != want) continue;
+    // 4 NICs are not 8x400G: a NIC count the log shows must be the reference's.
+    if (run.nodes > 1 && run.nics > 0 && reference_nics(r) > 0 && reference_nics(r) != run.nics) continue;
     bool exact = r.min_nodes == r.max_nodes;
     if (!best)
       best = &r;

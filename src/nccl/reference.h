@@ -39,13 +39,17 @@ inline constexpr int kAnyNodes = 1 << 20;
 /// field, and say what to change.
 Result<std::vector<Reference>> parse_references(std::string_view json, std::string_view origin);
 
+/// The NICs a node has in `r`'s fabric ("8x400G IB": 8); 0 when the text does not say.
+int reference_nics(const Reference& r);
+
 /// The built-in table (data/nccl_reference.json).
 Result<std::vector<Reference>> builtin_references();
 
 /// The entry `run` is judged against: same variant, same GPU (a whole word of gpu_model,
 /// case-insensitive), same collective, node count inside the range; among several, an exact node
-/// count beats a range, then the first in the table. nullptr when the GPU or the node count is
-/// unknown or nothing matches. The pointer points into `refs`.
+/// count beats a range, then the first in the table; a multi-node run whose log shows its NIC
+/// count (Run::nics) matches only entries of that count or none stated. nullptr when the GPU or
+/// the node count is unknown or nothing matches. The pointer points into `refs`.
 const Reference* find_reference(const std::vector<Reference>& refs, const Run& run,
                                 std::string_view variant = "default");
 

@@ -88,6 +88,9 @@ struct Run {
   /// its NCCL INFO lines (NET/IB ... /RoCE, NET/OFI, cxi, GPUDirectTCPX/FasTrak, NET/Socket) or
   /// declared (cmax nccl analyze --fabric); "" when unknown.
   std::string fabric;
+  /// NICs NCCL uses on each rank's host: the devices "NET/IB : Using [0]mlx5_0:1/IB [1]..." lists;
+  /// 0 when unknown. A reference for another NIC count is not this run's.
+  int nics = 0;
   std::optional<bool> redop_column;  ///< the column header names "redop"; nullopt: no header seen
   std::vector<Row> rows;     ///< in input order
   std::optional<double> avg_busbw_reported;  ///< "# Avg bus bandwidth : X"

@@ -105,8 +105,36 @@ TEST(NcclReference, FindsByGpuCollectiveAndNodes) {
   // Azure's bars only when asked for, and by GPU.
   EXPECT_DOUBLE_EQ(*find_reference(refs(), run, "azure")->pass_bar_gbps, 460);
   run.gpu_model = "NVIDIA H200";
-  EXPECT_EQ(find_reference(refs(), run), nullptr);
+  EXPECT_DOUBLE_EQ(*find_reference(refs(), run)->expected_busbw_gbps, 480);  // NVLink 4, as H100
   EXPECT_DOUBLE_EQ(*find_reference(refs(), run, "azure")->pass_bar_gbps, 432);
+  run.nodes = 2;
+  run.fabric = "IB";
+  EXPECT_EQ(find_reference(refs(), run), nullptr);  // no multi-node H200 number with a source
+  // EFA: AWS's published p5 and p4de outputs, by GPU.
+  run.gpu_model = "NVIDIA H100 80GB HBM3";
+  run.fabric = "EFA";
+  EXPECT_DOUBLE_EQ(*find_reference(refs(), run)->expected_busbw_gbps, 480);
+  run.gpu_model = "NVIDIA A100-SXM4-80GB";
+  EXPECT_DOUBLE_EQ(*find_reference(refs(), run)->expected_busbw_gbps, 78);
+  // The NIC count the log shows must be the reference's: 4 NICs are not 8x400G.
+  run.gpu_model = "NVIDIA H100 80GB HBM3";
+  run.fabric = "IB";
+  run.nics = 8;
+  EXPECT_DOUBLE_EQ(*find_reference(refs(), run)->expected_busbw_gbps, 466);
+  run.nics = 4;
+  EXPECT_EQ(find_reference(refs(), run), nullptr);
+}
+
+TEST(NcclReference, TheNicCountIsReadFromTheReferencesFabric) {
+  Reference r;
+  r.fabric = "8x400G IB";
+  EXPECT_EQ(reference_nics(r), 8);
+  r.fabric = "32x100G EFA (p5.48xlarge)";
+  EXPECT_EQ(reference_nics(r), 32);
+  r.fabric = "Azure ND H100 v5";
+  EXPECT_EQ(reference_nics(r), 0);
+  r.fabric = "8 NICs";
+  EXPECT_EQ(reference_nics(r), 0);
 }
 
 TEST(NcclReference, NothingForUnknownGpuNodesOrCollective) {
@@ -680,6 +708,7 @@ TEST(NcclAnalyze, TheFirstSizeIsADipOnlyWhenSlowerThanTheSizeAfterIt) {
 
 // Speed is measured in bench/bench_nccl.cpp and bench/nccl_analyze.sh, not here.
 
+
 }  // namespace
 }  // namespace cmax::nccl
 
@@ -705,6 +734,7 @@ TEST(NcclAnalyzeTail, ACliffInTheLastSizesIsFoundEvenWhenItIsLong) {
   for (const auto& an : a.anomalies) cliff |= an.kind == "cliff" && an.size_bytes == run.rows[n - 38].size_bytes;
   EXPECT_TRUE(cliff) << describe(a);
 }
+
 }  // namespace
 }  // namespace cmax::nccl
 
@@ -726,5 +756,69 @@ TEST(NcclAnalyzeTwins, TwoSizesWithOneValueGetOneVerdict) {
   EXPECT_EQ(a.anomalies[0].size_bytes, 32u << 20) << describe(a);
   EXPECT_NE(a.anomalies[0].detail.find("32 MiB to 64 MiB"), std::string::npos) << a.anomalies[0].detail;
 }
+
+// --- the local view: moderate dips the fit's noise hides ---
+
+// A curve that a logistic fits only to ~4% (the way real ones bend: the fit's noise says 4%) with
+// placements that agree to 0.5%, as on nccl-tests issue 309's 4-node run.
+nccl::Run bent_run(std::mt19937& rng, double common_sd = 0.0) {
+  nccl::Run run = logistic_run(365, 25, 0.55);
+  std::normal_distribution<double> placement(0, 0.005), common(0, common_sd);
+  for (auto& r : run.rows) {
+    const double e = std::log2(static_cast<double>(r.size_bytes));
+    const double bend = 1 + 0.08 * std::sin(0.6 * e) + (common_sd > 0 ? common(rng) : 0.0);
+    r.out_of_place.busbw_gbps *= bend * (1 + placement(rng));
+    r.in_place->busbw_gbps *= bend * (1 + placement(rng));
+  }
+  return run;
+}
+
+TEST(NcclAnalyzeLocal, AThirteenPercentDipIsFoundAtEachSizeWhereBusbwFallsBelowTheSmallerSize) {
+  std::mt19937 rng(309);
+  int judged = 0;
+  for (int e = 23; e <= 33; ++e) {  // past the protocol-switch zone, up to the second-largest size
+    nccl::Run run = bent_run(rng);
+    Row& r = row_at(run, std::uint64_t{1} << e);
+    const Row& before = row_at(run, std::uint64_t{1} << (e - 1));
+    r.out_of_place.busbw_gbps *= 0.87;
+    r.in_place->busbw_gbps *= 0.87;
+    auto a = analyze_run(run, {});
+    EXPECT_GE(a.fit.noise, 0.035) << "the bend must show as fit noise for this test to mean anything";
+    const bool falls = std::max(r.out_of_place.busbw_gbps, r.in_place->busbw_gbps) <=
+                       std::max(before.out_of_place.busbw_gbps, before.in_place->busbw_gbps);
+    if (!falls) {
+      // Still rising over the smaller size: indistinguishable from a switch that comes late.
+      EXPECT_TRUE(a.anomalies.empty()) << "2^" << e << "\n" << describe(a);
+      continue;
+    }
+    ++judged;
+    ASSERT_EQ(a.anomalies.size(), 1u) << "2^" << e << "\n" << describe(a);
+    EXPECT_EQ(a.anomalies[0].kind, "dip");
+    EXPECT_EQ(a.anomalies[0].size_bytes, std::uint64_t{1} << e);
+    EXPECT_EQ(a.anomalies[0].placement, "both");
+  }
+  EXPECT_GE(judged, 6);  // 256 MiB and up fall below the smaller size on this curve
+}
+
+TEST(NcclAnalyzeLocal, SizeToSizeNoiseSharedByBothPlacementsRaisesNoFalsePositives) {
+  // The noise that matters here moves both placements together (the same transfer measured
+  // twice in a row), so the placements cannot tell it from a dip. Healthy runs vary about 1%
+  // size to size on the plateau (issue 309, 4 nodes: 361.6, 363.5, 364.9, 365.8 GB/s); 2% of it
+  // on every size, 300 runs. (Noise independent in each placement: ThreePercentNoise... above.)
+  std::mt19937 rng(20261205);
+  int flagged = 0;
+  for (int t = 0; t < 300; ++t) {
+    nccl::Run run = bent_run(rng, 0.02);
+    auto a = analyze_run(run, {});
+    if (!a.anomalies.empty()) {
+      ++flagged;
+      ADD_FAILURE() << "trial " << t << "\n" << describe(a);
+    }
+  }
+  EXPECT_EQ(flagged, 0);
+}
+
+// A late switch that still rises (A3 Mega's 27.5 -> 32.2 -> 59.4 GB/s at 8-32 MiB) is not a dip:
+// NcclFieldLogs asserts 302_ clean.
 }  // namespace
 }  // namespace cmax::nccl

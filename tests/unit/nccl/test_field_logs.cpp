@@ -41,6 +41,11 @@ struct Case {
   std::string verdict;
   double peak;                   ///< max busbw over both placements, as the file prints it
   std::vector<std::pair<std::string, std::uint64_t>> findings;  ///< kind, size; empty: none
+  /// What the thread states and the log does not show, declared as `cmax nccl analyze --gpu
+  /// --nodes --fabric` would: "" / 0 for none.
+  std::string gpu = "";
+  int nodes = 0;
+  std::string fabric = "";
 };
 
 const std::vector<Case> kCases = {
@@ -75,7 +80,36 @@ const std::vector<Case> kCases = {
     {"323_", "broadcast", "pass", 7.18, {}},
     // rccl-tests --output_format json: one object a line (rccl-tests PR 93's sample, 1-4 KiB).
     {"328_", "all_reduce", "incomplete", 0.31, {}},
+    // CoreWeave's GB200 NVL72 rack example: the paste keeps only "Rank 71" (device 3: 4 GPUs a
+    // tray, 18 trays); rows from 512 MiB. Offered as an example; no fabric line, no reference.
+    {"340_", "all_reduce", "pass", 846.82, {}},
+    // Azure ND H200 v5, one 16 GiB size with -g 8: 480.1, above Azure's 431 bar.
+    {"341_", "all_reduce", "pass", 480.26, {}},
+    // reduce_scatter on 2 nodes, cut at 512 B (the index's cut): nothing to judge.
+    {"342_", "unknown", "incomplete", 0.01, {}},
+    // nccl-tests issue 319: the tail of a 2-node H100 run with 8x CX-7 400G (the thread's words),
+    // flat at 44 GB/s; the maintainer: "up to ~396GB/s with the RING protocol".
+    {"343_", "all_reduce", "fail", 44.41, {{"below_reference", 1u << 30}}, "NVIDIA H100 80GB HBM3", 2, "IB"},
+    // The same tail with nothing declared: no GPU in the log, so no reference; its curve is clean.
+    {"343_", "all_reduce", "pass", 44.41, {}},
 };
+
+// Pastes with a header and no rows: an error that says so, never an empty pass.
+TEST(NcclFieldLogs, HeadersWithoutRowsAreAnErrorThatSaysSo) {
+  for (const char* prefix : {"344_", "345_", "346_"}) {
+    SCOPED_TRACE(prefix);
+    auto parsed = parse_nccl_tests(golden_text(prefix));
+    ASSERT_FALSE(parsed.has_value());
+    EXPECT_NE(parsed.error().message.find("but no rows"), std::string::npos) << parsed.error().message;
+  }
+}
+
+TEST(NcclFieldLogs, ElidedRanksGiveTheNodeCountFromTheLastRanksDevice) {
+  auto parsed = parse_nccl_tests(golden_text("340_"));
+  ASSERT_TRUE(parsed) << parsed.error().message;
+  EXPECT_EQ(parsed->runs.front().ranks, 72);
+  EXPECT_EQ(parsed->runs.front().nodes, 18);
+}
 
 TEST(NcclFieldLogs, EveryLogParsesAndIsJudgedAsItsThreadSays) {
   auto refs = builtin_references();
@@ -85,11 +119,16 @@ TEST(NcclFieldLogs, EveryLogParsesAndIsJudgedAsItsThreadSays) {
     auto parsed = parse_nccl_tests(golden_text(c.prefix));
     ASSERT_TRUE(parsed) << parsed.error().message;
     ASSERT_FALSE(parsed->runs.empty());
-    const cmax::nccl::Run& run = parsed->runs.front();
+    cmax::nccl::Run run = parsed->runs.front();
+    if (!c.gpu.empty()) run.gpu_model = c.gpu;
+    if (c.nodes > 0) run.nodes = c.nodes;
+    if (!c.fabric.empty()) run.fabric = c.fabric;
     EXPECT_EQ(collective_name(run.collective), c.collective);
     auto a = analyze_run(run, *refs);
     EXPECT_NEAR(a.peak_busbw_gbps, c.peak, 0.006);
-    if (c.prefix == "328_") EXPECT_EQ(run.ranks, 4);  // its "gpus"
+    if (c.prefix == "328_") {
+      EXPECT_EQ(run.ranks, 4);  // its "gpus"
+    }
     std::string got;
     for (const auto& an : a.anomalies) got += fmt::format(" {}@{}", an.kind, an.size_bytes);
     EXPECT_EQ(a.verdict, c.verdict) << got;

@@ -667,6 +667,13 @@ TEST(NcclParsePrefixes, TheFabricComesFromNcclInfoNetLines) {
   EXPECT_EQ(with("a3mega:99:99 [0] NCCL INFO NET/FasTrak : Using 8 NICs"), "TCPX");
   EXPECT_EQ(with("node1:1234:1234 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.1<0>"), "Socket");
   EXPECT_EQ(parse_ok(table).runs.front().fabric, "");
+  // The NICs the NET/IB line lists (the OOB interface after ';' is not one).
+  auto nics = [&](const std::string& info) { return parse_ok(info + "\n" + table).runs.front().nics; };
+  EXPECT_EQ(nics("node1:1234:1234 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_3:1/IB ; OOB ibp26s0:10.0.0.1<0>"), 2);
+  EXPECT_EQ(nics("n:1:1 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB [2]mlx5_2:1/IB [3]mlx5_3:1/IB "
+                 "[4]mlx5_4:1/IB [5]mlx5_5:1/IB [6]mlx5_6:1/IB [7]mlx5_7:1/IB [RO]; OOB eth0:10.0.0.1<0>"), 8);
+  EXPECT_EQ(nics("node1:1234:1234 [0] NCCL INFO NET/OFI Selected Provider is efa (found 4 nics)"), 0);
+  EXPECT_EQ(parse_ok(table).runs.front().nics, 0);
 }
 
 TEST(NcclParsePrefixes, ARowCutInsideItsInPlaceHalfKeepsItsOutOfPlaceHalf) {
