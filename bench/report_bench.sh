@@ -27,7 +27,7 @@ serve_pid=""
 trap '[[ -n "$serve_pid" ]] && kill "$serve_pid" 2>/dev/null; rm -rf "$T"' EXIT INT TERM
 D=$T/run
 
-"$cmax" run --harness standalone --out "$D" --json >/dev/null || true
+"$cmax" run --stage audit --harness standalone --out "$D" --json >/dev/null || true
 [[ -f "$D/results.json" ]] || die "cmax run wrote no results.json"
 python3 - "$D" "$nodes" <<'PY'
 import json, sys

@@ -15,6 +15,7 @@
 #include "apps/cmax/audit_flags.h"
 #include "isolation/isolation.h"
 #include "report/audit_json.h"
+#include "report/run_dir.h"
 #include "report/sarif.h"
 #include "report/terminal.h"
 #include "sched/kubeconfig.h"
@@ -35,6 +36,7 @@ struct IsolationState {
   bool no_metadata = false;
   bool dry_run = false;
   std::string sarif_path;
+  std::string out;  ///< run directory: isolation.json there too
   std::string kube_api;
   std::string kube_token_file;
   std::string kube_ca_file;
@@ -177,6 +179,10 @@ int run(const IsolationState &s) {
       return environment_error(
           fmt::format("write SARIF to {}: cannot write the file", s.sarif_path));
   }
+  if (!s.out.empty()) {
+    auto w = report::write_stage_document(s.out, "isolation.json", report::audit_to_json(*report, code));
+    if (!w) return environment_error(w.error().message);
+  }
   if (s.render.json)
     fmt::print("{}", report::audit_to_json(*report, code));
   else
@@ -231,6 +237,9 @@ SubcommandRunner setup_audit_isolation(CLI::App &audit) {
                 "and probe nothing");
   sub->add_option("--sarif", s->sarif_path,
                   "Also write the security findings as SARIF 2.1.0 to FILE");
+  sub->add_option("--out", s->out,
+                  "Also write isolation.json (schema cmax.audit/1) into this run directory (created if missing);\n"
+                  "cmax score and cmax report read it beside the run's results.json");
   sub->add_option("--kube-api", s->kube_api,
                   "Kubernetes API server to ask what this identity may do (default: the "
                   "in-cluster service account's, when running in a pod)");

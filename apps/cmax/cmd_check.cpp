@@ -25,6 +25,7 @@
 #include "health/active.h"
 #include "health/runner.h"
 #include "health/submit.h"
+#include "report/run_dir.h"
 #include "probes/probe_set.h"
 #include "sched/policy.h"
 #include "sched/slurm.h"
@@ -48,6 +49,9 @@ struct CheckFlags {
   std::size_t metadata_files = 2000, max_nodes = 0;
   std::uint64_t seq_mib = 256;
   int fsync_count = 200, job_time_min = 0;
+  std::string out;            ///< run directory: check-active.json there
+  bool wait = false;          ///< --submit: wait for the job, merge the nodes' results into --out
+  int wait_timeout_s = 3600;  ///< --wait: then the job is cancelled
   // The runner's child (hidden): one check, its result as JSON on stdout.
   std::string run_one, child_options, child_thresholds;
 };
@@ -182,7 +186,7 @@ int run_active_checks(const CheckFlags& f) {
   std::size_t counts[5] = {0, 0, 0, 0, 0};
   for (const auto& r : *results) ++counts[static_cast<int>(r.outcome)];
   const bool healthy = counts[static_cast<int>(audit::Outcome::fail)] == 0;
-  if (f.json) {
+  if (f.json || !f.out.empty()) {
     nlohmann::ordered_json j{{"schema", "cmax.check.active/1"},
                              {"node", f.node},
                              {"healthy", healthy},
@@ -194,8 +198,12 @@ int run_active_checks(const CheckFlags& f) {
     j["counts"] = std::move(c);
     j["results"] = nlohmann::ordered_json::array();
     for (const auto& r : *results) j["results"].push_back(health::to_json(r));
-    fmt::print("{}\n", j.dump(2));
-  } else {
+    if (!f.out.empty())
+      if (auto w = report::write_stage_document(f.out, "check-active.json", j.dump(2) + "\n"); !w)
+        return fail_env(w.error().message);
+    if (f.json) fmt::print("{}\n", j.dump(2));
+  }
+  if (!f.json) {
     print_active_table(f, *t, *results);
     fmt::print("\n{}: {}\n", f.node,
                healthy ? "healthy (no active check failed)"
@@ -266,7 +274,19 @@ int submit_checks(const CheckFlags& f) {
   fmt::print(stderr, "cmax check --submit: job {} on {} idle node{} ({}); results in {}/cmax-check-<host>-{}-<task>.out\n",
              out->job_id, out->nodes.size(), out->nodes.size() == 1 ? "" : "s", fmt::join(out->nodes, ","), s.output_dir,
              out->job_id);
-  return kExitHealthy;
+  if (!f.wait) return kExitHealthy;
+  // --wait: until the job leaves the queue (bounded), then the nodes' results as one document.
+  auto end = health::wait_for_job(s, out->job_id, std::chrono::seconds(f.wait_timeout_s));
+  if (!end) return fail_env(end.error().message);
+  const std::string merged =
+      health::merge_active_results(out->job_id, out->nodes, health::read_node_results(s.output_dir, out->job_id), *end);
+  const std::string dir = f.out.empty() ? s.output_dir : f.out;
+  auto w = report::write_stage_document(dir, "check-active.json", merged);
+  if (!w) return fail_env(w.error().message);
+  const bool healthy = nlohmann::json::parse(merged).value("healthy", false);
+  fmt::print(stderr, "cmax check --submit: job {} ended ({}); {}: {}\n", out->job_id, *end, *w,
+             healthy ? "every node reported, no active check failed" : "a check failed or a node did not report");
+  return healthy ? kExitHealthy : kExitUnhealthy;
 }
 
 int run_check(const CheckFlags& f0) {
@@ -445,6 +465,18 @@ Runner setup_check(CLI::App& sub) {
       ->group(submit);
   sub.add_flag("--force", f->force, "Submit even while a cmax-check job of yours is pending or running")
       ->group(submit);
+  sub.add_flag("--wait", f->wait,
+               "Wait for the job to end, then merge the nodes' results into check-active.json (in --out, else\n"
+               "--output-dir); a node without a result is unverified, never a pass. Exit 0 healthy, 1 not")
+      ->group(submit);
+  sub.add_option("--wait-timeout-s", f->wait_timeout_s, "--wait: stop waiting (and cancel the job) after this long")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 7 * 24 * 3600))
+      ->group(submit);
+  sub.add_option("--out", f->out,
+                 "Write check-active.json into this run directory (--active; --submit --wait: the nodes' results "
+                 "merged)")
+      ->group(active);
 
   // The runner's child process (health/runner.h): not for people.
   sub.add_option("--run-one", f->run_one)->group("");

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "apps/cmax/audit_flags.h"
+#include "apps/cmax/campaign_cmd.h"
 #include "apps/cmax/command.h"
 #include "apps/cmax/report_page.h"
 #include "cluster/kube_fanout.h"
@@ -23,6 +24,10 @@
 #include "isolation/isolation.h"
 #include "report/audit_json.h"
 #include "sched/slurm.h"
+#include "score/evidence.h"
+#include "score/render.h"
+#include "score/rubric.h"
+#include "score/scorer.h"
 #include "report/run_dir.h"
 #include "report/terminal.h"
 
@@ -49,6 +54,9 @@ struct RunState {
   bool no_isolation = false;
   std::vector<std::string> isolation_scopes;
   bool isolation_metadata = false;
+  // The campaign (cmax run without --stage)
+  std::string stage;  ///< "audit": the audit and node consistency alone (what a campaign's audit stage runs)
+  CampaignFlags campaign;
 };
 
 void progress(std::string_view line) {
@@ -125,6 +133,15 @@ Result<void> add_isolation(const RunState& s, const audit::AuditOptions& options
   return {};
 }
 
+// The scorecard of the run directory by the published rubric: the same card cmax score prints.
+std::string rubric_card(const std::string& dir) {
+  auto rubric = score::load_rubric(std::nullopt);
+  if (!rubric) return fmt::format("\nno scorecard: {}\n", rubric.error().message);
+  auto ev = score::read_evidence(dir);
+  if (!ev) return fmt::format("\nno scorecard: {}\n", ev.error().message);
+  return "\n" + score::render_card(score::score_run(*rubric, *ev), false);
+}
+
 int run_standalone(const RunState& s, const std::string& dir, const std::string& why) {
   auto options = to_audit_options(s.flags);
   if (!options) return environment_error(options.error().message);
@@ -152,7 +169,7 @@ int run_standalone(const RunState& s, const std::string& dir, const std::string&
   }
   auto topt = to_terminal_options(s.flags);
   fmt::print("{}", report::render_audit_terminal(*report, code, topt));
-  fmt::print("{}", report::render_scorecard_terminal(*report, topt));
+  fmt::print("{}", rubric_card(*written));
   fmt::print("\nRun directory: {}\n  results.json  cmax.db  security.sarif  report.html   (re-render: cmax audit review {})\n",
              *written, *written);
   fmt::print("{}", report_line);
@@ -195,7 +212,7 @@ int finish_cluster(const RunState& s, const std::string& dir, const std::string&
   fmt::print("{}", cluster::render_node_table(run, topt.color));
   auto aggregate = cluster::aggregate_report(run);
   if (s.flags.verbosity > 0) fmt::print("\n{}", report::render_audit_terminal(aggregate, code, topt));
-  fmt::print("{}", report::render_scorecard_terminal(aggregate, topt));
+  fmt::print("{}", rubric_card(*written));
   fmt::print("\nRun directory: {}\n  cluster.json  results.json  cmax.db  security.sarif  report.html  nodes/  fanout.log\n", *written);
   fmt::print("{}", report_line);
   return code;
@@ -320,23 +337,79 @@ int run_main(const RunState& s) {
   return run_standalone(s, dir, why);
 }
 
+// cmax run: the campaign, or with --stage audit the audit stage alone.
+int run_entry(RunState& s) {
+  if (s.stage == "audit") return run_main(s);
+  if (!s.stage.empty())
+    return environment_error(fmt::format("--stage {}: only 'audit' runs alone through cmax run; the other stages are "
+                                         "their own commands (docs/run.md lists them)",
+                                         s.stage));
+  std::string why;
+  auto harness = choose_harness(s, &why);
+  if (!harness) return environment_error(harness.error().message);
+  CampaignFlags f = s.campaign;
+  f.out = s.out_dir;
+  f.overwrite = s.overwrite;
+  f.dry_run = s.dry_run;
+  f.json = s.flags.json;
+  f.slurm_conf = s.slurm_conf;
+  f.partition = s.partition;
+  f.forwarded = run_arguments();
+  if (s.flags.harness == "auto") f.forwarded.insert(f.forwarded.begin(), {"--harness", *harness});
+  return run_campaign(f, {*harness, why});
+}
+
 }  // namespace
 
 Runner setup_run(CLI::App& sub) {
   auto s = std::make_shared<RunState>();
   sub.description(
-      "The main job. Standalone: audit this machine. Slurm (inside an allocation, or where slurm.conf and sinfo are\n"
-      "found, or --harness slurm): run `cmax collect` on every node through one srun (one task per node; --overlap\n"
-      "inside an allocation), merge the answers, judge every node against this run's floors, compare the nodes\n"
-      "(driver, firmware, kernel, NCCL, CUDA versions, GPU and NIC counts, link rates must agree), and report a node\n"
-      "that does not answer within --node-timeout-s while the rest finish. Writes one run directory and prints a\n"
-      "per-node table and the scorecard grouped by the ten ClusterMAX categories. A standalone run also checks what\n"
-      "isolates a tenant on this host (cmax audit isolation's host-side checks; probes only with --isolation-*).\n"
-      "Nodes held by an active reservation are asked inside it; a step Slurm queues is reported as queued with\n"
-      "Slurm's reason within --queue-wait-s. A node that is queued or not scheduled is not evaluated; a run that\n"
-      "evaluated no node exits 3 with the reason (its run directory is still written).\n"
-      "Exit codes: 0 no fail; 1 a check failed or a node did not answer; 2 a security check failed; 3 usage or\n"
-      "environment error, or no node evaluated.");
+      "The main job: a whole rating of this cluster, stage by stage, by a plan (--plan quick|standard|full or\n"
+      "FILE; docs/run.md): the audit and node consistency, host isolation, the kernel log, active checks on idle\n"
+      "nodes, NCCL sweeps over node counts, a fault drill (disruptive: only with --allow-disruptive), an endpoint\n"
+      "benchmark (--endpoint), SLA accounting (--contract), then the score and report.html. Every stage writes its\n"
+      "document into the one run directory; a stage that cannot run here is skipped with the reason and what to\n"
+      "do, a stage that fails is reported and the run goes on. Each stage is stopped at its budget; --budget fits\n"
+      "the whole plan into a total. --dry-run prints the plan for this cluster: what runs, on which nodes, what is\n"
+      "skipped and why, and the time it may take. Ctrl-C stops the running stage, keeps what it measured, and\n"
+      "--resume DIR continues without repeating finished stages. Progress goes to a terminal only.\n"
+      "--stage audit runs the audit stage alone: standalone, this machine; Slurm (inside an allocation, where\n"
+      "slurm.conf and sinfo are found, or --harness slurm): `cmax collect` on every node through one srun, nodes\n"
+      "compared with each other, a node that does not answer within --node-timeout-s reported while the rest\n"
+      "finish; nodes of an active reservation asked inside it; a step Slurm queues reported with its reason.\n"
+      "Exit codes: 0 every stage that ran is clean; 1 a stage reported findings; 2 a stage failed or ran past its\n"
+      "budget (the others still ran); 3 usage or environment error, or no stage ran; 130 interrupted (resume with\n"
+      "--resume DIR). With --stage audit: 0 no fail; 1 a check failed or a node did not answer; 2 a security check\n"
+      "failed; 3 usage or environment error, or no node evaluated.");
+  auto camp = "The rating campaign";
+  sub.add_option("--plan", s->campaign.plan, "quick, standard (default), full, or a cmax.plan/1 file (docs/plan.md)")
+      ->group(camp);
+  sub.add_option("--budget", s->campaign.budget,
+                 "Fit the plan into this much time (90m, 2h, 3600): budgets shrink together, a stage whose share is\n"
+                 "under its min_s is skipped")
+      ->group(camp);
+  sub.add_flag("--allow-disruptive", s->campaign.allow_disruptive,
+               "Run the disruptive stages (the fault drill) on their named targets: --drill-node and\n"
+               "--drill-reservation, else a REPLACE_DOWN reservation of this user's found in Slurm")
+      ->group(camp);
+  sub.add_option("--drill-node", s->campaign.drill_node, "The node the fault drill injects into")->group(camp);
+  sub.add_option("--drill-reservation", s->campaign.drill_reservation,
+                 "The reservation whose spares replace the drilled node (Flags=REPLACE_DOWN)")
+      ->group(camp);
+  sub.add_option("--endpoint", s->campaign.endpoint, "OpenAI-compatible base URL (.../v1) for the endpoint stage")->group(camp);
+  sub.add_option("--trace", s->campaign.trace, "A Mooncake JSONL trace for the endpoint stage (default: multi-turn sessions)")
+      ->group(camp);
+  sub.add_option("--contract", s->campaign.contract, "An SLA contract (cmax.sla-contract/1) for the SLA stage")->group(camp);
+  sub.add_option("--cmaxd-db", s->campaign.cmaxd_db, "cmaxd's event database: the SLA stage's node events")->group(camp);
+  sub.add_option("--nccl-tests", s->campaign.nccl_tests,
+                 "nccl-tests' build directory for the NCCL stage (default: all_reduce_perf on PATH, else cmax-collbench)")
+      ->group(camp);
+  sub.add_option("--stage-arg", s->campaign.stage_args,
+                 "One more argument for one stage's command, ID=ARG (repeatable): nccl=--max-bytes=1G")
+      ->group(camp);
+  sub.add_option("--resume", s->campaign.resume, "Continue the interrupted run in DIR; finished stages are not repeated")
+      ->group(camp);
+  sub.add_option("--stage", s->stage, "Run one stage alone: 'audit' (the audit and node consistency)")->group(camp);
   sub.add_option("--out", s->out_dir, "Run directory (default ~/.cmax/runs/<UTC timestamp>/)");
   sub.add_option("--partition,-p", s->partition, "Slurm: only nodes of this partition (srun -p)");
   sub.add_option("--nodelist,-w", s->nodelist, "Slurm: only these nodes (a hostlist: gpu[01-16])");
@@ -354,7 +427,8 @@ Runner setup_run(CLI::App& sub) {
   sub.add_option("--cmax-path", s->cmax_path, "Path of cmax on the nodes (default: this binary's path)");
   sub.add_option("--collect-arg", s->collect_args, "Extra argument for `cmax collect` on each node (repeatable)");
   sub.add_flag("--dry-run", s->dry_run,
-               "Print the nodes to ask and the srun command, or the Kubernetes requests; change nothing");
+               "Print the plan for this cluster (with --stage audit: the nodes to ask and the srun command, or the\n"
+               "Kubernetes requests); change nothing");
   auto k8s = "Kubernetes";
   sub.add_option("--image", s->image, "Kubernetes: the image of the collect pods (holds cmax on its PATH)")->group(k8s);
   sub.add_option("--namespace", s->ns, "Kubernetes: namespace of the collect pods (default default)")->group(k8s);
@@ -389,7 +463,7 @@ Runner setup_run(CLI::App& sub) {
                "Also probe the cloud metadata address 169.254.169.254 (one GET of the listing)")
       ->group(iso);
   add_audit_flags(sub, s->flags);
-  return [s] { return run_main(*s); };
+  return [s] { return run_entry(*s); };
 }
 
 }  // namespace cmax::app

@@ -13,6 +13,7 @@
 #include "apps/cmax/audit_flags.h"
 #include "apps/cmax/command.h"
 #include "core/clock.h"
+#include "report/run_dir.h"
 #include "report/scan_report.h"
 #include "signals/catalog.h"
 #include "signals/host_map.h"
@@ -24,6 +25,7 @@ namespace {
 struct ScanFlags {
   std::vector<std::string> files;
   bool json = false;
+  std::string out;  ///< run directory: scan.json there too
   bool journal = false;
   int driver_branch = -1;
   std::string since = "7d";
@@ -123,6 +125,10 @@ int run_scan(const ScanFlags& f) {
   rep.drills = drills.take_incidents();
   rep.merged_past_cap = correlator.merged_past_cap();
   rep.dropped_past_cap = correlator.dropped_past_cap();
+  if (!f.out.empty()) {
+    auto w = report::write_stage_document(f.out, "scan.json", report::scan_to_json(rep));
+    if (!w) return environment_error(w.error().message);
+  }
   if (f.json)
     report::write_scan_json(rep, stdout);
   else
@@ -146,6 +152,7 @@ Runner setup_scan(CLI::App& sub) {
       "3 usage error, or a source failed and nothing needs action (partial results are still printed).");
   sub.add_option("FILE", f->files, "Kernel logs: dmesg, syslog/kern.log, journalctl -o short[-iso], srun -l output");
   sub.add_flag("--json", f->json, "Print {\"schema\": \"cmax.scan/1\", ...} (docs/schemas/scan.md)");
+  sub.add_option("--out", f->out, "Also write scan.json into this run directory (created if missing)");
   sub.add_flag("--journal", f->journal, "Read the kernel journal (journalctl -k) instead of /dev/kmsg");
   sub.add_option("--since", f->since, "With --journal: how far back (7d, 12h, 30m)")->capture_default_str();
   sub.add_option("--config", f->config, "Overrides of actions, ignore lists, thresholds (docs/signals-config.md)");

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "apps/cmax/command.h"
+#include "report/run_dir.h"
 #include "core/text_file.h"
 #include "sla/compute.h"
 #include "sla/contract.h"
@@ -35,11 +36,16 @@ unsigned parse_threads() { return std::clamp(std::thread::hardware_concurrency()
 struct SlaFlags {
   std::string contract, csv, json_events, sacctmgr, cmaxd_db, from, to, events_zone, as_of;
   std::vector<std::string> drills;
+  std::string out;  ///< run directory: sla.json there too; its drill.json counts as --drill
   bool json = false;
   std::size_t max_rows = 20;
 };
 
-int run_sla(const SlaFlags& f) {
+int run_sla(SlaFlags f) {
+  // A run directory's own drill is excluded as if named with --drill.
+  if (!f.out.empty() && std::filesystem::exists(std::filesystem::path(f.out) / "drill.json") &&
+      std::find(f.drills.begin(), f.drills.end(), f.out) == f.drills.end())
+    f.drills.push_back(f.out);
   const int sources = !f.csv.empty() + !f.json_events.empty() + !f.sacctmgr.empty() + !f.cmaxd_db.empty();
   if (sources != 1) {
     fmt::print(stderr, "cmax sla: give exactly one of --events-csv, --events-json, --sacctmgr, --cmaxd-db\n");
@@ -173,6 +179,13 @@ int run_sla(const SlaFlags& f) {
       info.drills.push_back(d);
   const sla::SlaReport report = sla::compute_sla(std::move(*events), *contract, *window, as_of);
   // Written as is: fmt::print would copy tens of MB into a growing buffer first.
+  if (!f.out.empty()) {
+    auto w = report::write_stage_document(f.out, "sla.json", sla::render_json(report, *contract, *window, info));
+    if (!w) {
+      fmt::print(stderr, "cmax sla: {}\n", w.error().message);
+      return kExitUsage;
+    }
+  }
   const std::string out = f.json ? sla::render_json(report, *contract, *window, info)
                                  : sla::render_table(report, *contract, *window, info, f.max_rows);
   std::fwrite(out.data(), 1, out.size(), stdout);
@@ -202,6 +215,9 @@ Runner setup_sla(CLI::App& sub) {
                  "reason names a drill are excluded without it");
   sub.add_option("--max-rows", f->max_rows, "Entities listed per month in the table")->capture_default_str();
   sub.add_flag("--json", f->json, "Print the report as JSON (cmax.sla/1, docs/schemas/sla.md)");
+  sub.add_option("--out", f->out,
+                 "Also write sla.json into this run directory (created if missing); a drill.json there is\n"
+                 "excluded as with --drill");
   return [f] { return run_sla(*f); };
 }
 

@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "apps/cmax/campaign_cmd.h"
 #include "apps/cmax/command.h"
 #include "audit/audit.h"
 
@@ -45,7 +46,7 @@ void reexec_with_huge_page_heap(int argc, char** argv) {
 }
 
 const Command kCommands[] = {
-    {"run", "Run every stage on this machine, write a run directory and print the scorecard", setup_run},
+    {"run", "Rate this cluster: every stage of a plan into one run directory, then the scorecard and report", setup_run},
     {"audit", "Read-only audit against ClusterMAX criteria and version floors", setup_audit},
     {"collect", "This node's facts, kernel-log scan and checks as one JSON document (for cluster runs)", setup_collect},
     {"scan", "Kernel-log signal engine: classify and correlate faults in logs or /dev/kmsg", setup_scan},
@@ -66,6 +67,7 @@ const Command kCommands[] = {
 int main(int argc, char** argv) {
   using namespace cmax::app;
   reexec_with_huge_page_heap(argc, argv);
+  if (argc > 1 && std::strcmp(argv[1], "run") == 0) set_invocation(argc, argv);  // forwarded to its stages
   CLI::App app{
       "cmax tests a GPU cluster the way a rating agency does: a read-only audit against the published\n"
       "ClusterMAX criteria and version floors, kernel-log signals, active health checks, fault drills,\n"

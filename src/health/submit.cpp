@@ -1,4 +1,9 @@
 #include "health/submit.h"
+#include "core/text_file.h"
+#include <nlohmann/json.hpp>
+#include <thread>
+#include <map>
+#include <set>
 
 #include <pwd.h>
 #include <unistd.h>
@@ -240,6 +245,108 @@ Result<SubmitOutcome> submit_active(const SubmitOptions& o) {
   // --parsable prints "id" or "id;cluster".
   out.job_id = ids.front().substr(0, ids.front().find(';'));
   out.submitted = true;
+  return out;
+}
+
+}  // namespace cmax::health
+
+namespace cmax::health {
+
+std::string merge_active_results(std::string_view job_id, const std::vector<std::string>& nodes,
+                                 const std::vector<NodeResultFile>& files, std::string_view job_end) {
+  using ojson = nlohmann::ordered_json;
+  ojson doc{{"schema", "cmax.check.active/1"}, {"job", std::string(job_id)}, {"job_end", std::string(job_end)}};
+  ojson node_list = ojson::array(), results = ojson::array();
+  std::set<std::string> reported;
+  bool healthy = true;
+  std::map<std::string, std::size_t> counts;
+  for (const auto& f : files) {
+    auto j = ojson::parse(f.text, nullptr, false);
+    if (!f.error.empty() || j.is_discarded() || !j.is_object() ||
+        j.value("schema", "").rfind("cmax.check.active/", 0) != 0 || !j.contains("results") ||
+        !j["results"].is_array()) {
+      node_list.push_back({{"file", f.file},
+                           {"error", f.error.empty() ? "not a cmax.check.active/1 document (see the .err beside it)"
+                                                     : f.error}});
+      continue;
+    }
+    const std::string node = j.value("node", "");
+    reported.insert(node);
+    const bool node_healthy = j.value("healthy", false);
+    healthy = healthy && node_healthy;
+    node_list.push_back({{"node", node}, {"healthy", node_healthy}, {"file", f.file},
+                         {"counts", j.value("counts", ojson::object())}});
+    for (auto r : j["results"]) {
+      if (!r.is_object()) continue;
+      const std::string target = r.value("target", "");
+      r["target"] = target.empty() ? node : node + ":" + target;
+      ++counts[r.value("outcome", "unverified")];
+      results.push_back(r);
+    }
+  }
+  for (const auto& n : nodes) {
+    if (reported.count(n)) continue;
+    healthy = false;
+    ++counts["unverified"];
+    results.push_back({{"id", "report"},
+                       {"group", "job"},
+                       {"target", n},
+                       {"category", "reliability"},
+                       {"outcome", "unverified"},
+                       {"title", "the node's active checks reported"},
+                       {"summary", "no result"},
+                       {"reason", fmt::format("job {} ended ({}) with no readable result from {}: see "
+                                              "cmax-check-{}-{}-*.err and the batch log",
+                                              job_id, job_end, n, n, job_id)}});
+  }
+  doc["healthy"] = healthy;
+  doc["nodes"] = std::move(node_list);
+  ojson c = ojson::object();
+  for (const auto& [k, v] : counts) c[k] = v;
+  doc["counts"] = std::move(c);
+  doc["results"] = std::move(results);
+  return doc.dump(2) + "\n";
+}
+
+Result<std::string> wait_for_job(const SubmitOptions& o, std::string_view job_id, std::chrono::seconds timeout,
+                                 std::chrono::milliseconds poll) {
+  const auto until = std::chrono::steady_clock::now() + timeout;
+  std::string state = "PENDING";
+  for (;;) {
+    auto r = core::run_process({{"squeue", "-h", "-j", std::string(job_id), "-o", "%T"}, o.slurm_timeout, 1u << 16,
+                                slurm_env(o)});
+    if (!r) return fail("squeue -j {}: {}", job_id, r.error().message);
+    std::string out = r->out;
+    while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
+    // A job squeue no longer lists (empty, or "Invalid job id" once it is purged) has ended.
+    if (r->timed_out) return fail("squeue -j {}: no answer in {} ms; is slurmctld up?", job_id, o.slurm_timeout.count());
+    if (r->exit_code != 0 || out.empty()) return state == "PENDING" || state == "RUNNING" ? std::string("COMPLETED") : state;
+    state = out;
+    if (std::chrono::steady_clock::now() >= until) {
+      auto c = core::run_process({{"scancel", std::string(job_id)}, o.slurm_timeout, 1u << 16, slurm_env(o)});
+      (void)c;
+      return fmt::format("{} when cmax stopped waiting after {} s and cancelled it", state, timeout.count());
+    }
+    std::this_thread::sleep_for(poll);
+  }
+}
+
+std::vector<NodeResultFile> read_node_results(const std::string& output_dir, std::string_view job_id) {
+  std::vector<NodeResultFile> out;
+  std::error_code ec;
+  const std::string middle = fmt::format("-{}-", job_id);
+  for (const auto& e : std::filesystem::directory_iterator(output_dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind("cmax-check-", 0) != 0 || name.find(middle) == std::string::npos || e.path().extension() != ".out")
+      continue;
+    NodeResultFile f;
+    f.file = e.path().string();
+    auto text = core::read_text_file(f.file, 8u << 20);
+    if (text) f.text = std::move(*text);
+    else f.error = text.error().message;
+    out.push_back(std::move(f));
+  }
+  std::sort(out.begin(), out.end(), [](const NodeResultFile& a, const NodeResultFile& b) { return a.file < b.file; });
   return out;
 }
 

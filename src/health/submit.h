@@ -74,6 +74,30 @@ struct SubmitOutcome {
   std::string note;                    ///< why nothing was submitted, for the operator
 };
 
+/// One node's result file of a submitted job, as read back.
+struct NodeResultFile {
+  std::string file;   ///< its path
+  std::string text;   ///< its bytes ("" when unreadable)
+  std::string error;  ///< why it could not be read; "" when read
+};
+
+/// The nodes' cmax.check.active/1 results merged into one document for the run directory
+/// (check-active.json): every result with its node in `target` ("n1" or "n1:/scratch"), a node
+/// entry each, and for every node of `nodes` with no readable result an `unverified` result saying
+/// so (a check that did not report never passes). `healthy` only when no result failed and every
+/// node reported. Pure.
+std::string merge_active_results(std::string_view job_id, const std::vector<std::string>& nodes,
+                                 const std::vector<NodeResultFile>& files, std::string_view job_end);
+
+/// Waits until `job_id` has left the queue (squeue lists it no more), polling every `poll`, up to
+/// `timeout`; then cancels it (scancel, bounded) and says so. Returns the job's last state seen
+/// ("COMPLETED" when squeue lost it, or the state it was cancelled in).
+Result<std::string> wait_for_job(const SubmitOptions& o, std::string_view job_id, std::chrono::seconds timeout,
+                                 std::chrono::milliseconds poll = std::chrono::milliseconds(1000));
+
+/// Reads back the per-node result files of `job_id` in `output_dir` (cmax-check-*-JOB-*.out).
+std::vector<NodeResultFile> read_node_results(const std::string& output_dir, std::string_view job_id);
+
 /// Lists idle nodes, refuses when a cmax-check job of this user is pending or running (unless
 /// force), then writes the script and runs sbatch (unless dry_run). Errors: a Slurm command that
 /// fails or times out, an output directory that cannot be written.

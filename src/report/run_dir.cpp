@@ -41,6 +41,24 @@ std::string default_run_dir(std::string_view stamp) {
   return fmt::format("{}/.cmax/runs/{}", base, stamp);
 }
 
+Result<std::string> write_stage_document(const std::string& dir, std::string_view name, std::string_view text) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return fail("create run directory {}: {}", dir, ec.message());
+  const auto path = std::filesystem::path(dir) / std::string(name);
+  const auto tmp = std::filesystem::path(dir) / fmt::format(".{}.tmp", name);
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) return fail("write {}: cannot open for writing: {}", tmp.string(), std::strerror(errno));
+    out.write(text.data(), static_cast<std::streamsize>(text.size()));
+    out.flush();
+    if (!out) return fail("write {}: write failed (disk full?)", tmp.string());
+  }
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) return fail("write {}: {}", path.string(), ec.message());
+  return path.string();
+}
+
 Result<void> prepare_run_dir(const std::string& dir, bool overwrite) {
   namespace fs = std::filesystem;
   const fs::path d(dir);

@@ -21,6 +21,11 @@ Result<void> prepare_run_dir(const std::string& dir, bool overwrite);
 /// Creates `dir` (and parents) and writes the three files. Returns the directory.
 Result<std::string> write_run_dir(const audit::AuditReport& report, int exit_code, const std::string& dir);
 
+/// One stage's document into a run directory: creates `dir` (and parents) and writes `dir`/`name`
+/// through a temporary file renamed over it, so a reader never sees half of it. The same way in for
+/// every stage (scan.json, sla.json, isolation.json, check-active.json, ...). Returns the path.
+Result<std::string> write_stage_document(const std::string& dir, std::string_view name, std::string_view text);
+
 /// Reads `dir`/results.json back.
 Result<audit::AuditReport> read_run_dir(const std::string& dir);
 

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "report/run_dir.h"
+#include "report/audit_json.h"
 
 namespace cmax::score {
 namespace {
@@ -364,6 +365,21 @@ Result<void> add_attestations_doc(std::string_view text, Evidence& ev) {
   return add_attestations_json(doc, ev);
 }
 
+// isolation.json (cmax audit isolation --out): its findings join the run's, except those results.json
+// already holds (a standalone run's host checks are in both).
+Result<void> add_isolation_json(nlohmann::json& doc, Evidence& ev) {
+  auto report = report::audit_from_json(doc.dump(), "isolation.json");
+  if (!report) return Unexpected<Error>{report.error()};
+  std::set<std::string> have;
+  for (const auto& f : ev.findings) have.insert(f.check_id);
+  for (auto& f : report->findings)
+    if (!have.count(f.check_id)) {
+      f.evidence_source = "isolation.json";
+      ev.findings.push_back(std::move(f));
+    }
+  return ok();
+}
+
 Result<Evidence> read_evidence(const std::string& dir, ParsedDocuments* keep) {
   auto report = report::read_run_dir(dir);
   if (!report) return Unexpected<Error>{report.error()};
@@ -390,7 +406,8 @@ Result<Evidence> read_evidence(const std::string& dir, ParsedDocuments* keep) {
                       {"nccl.json", "cmax.nccl/", add_nccl_json},
                       {"bench.json", "cmax.endpoint.bench/", add_bench_json},
                       {"sla.json", "cmax.sla/", add_sla_json},
-                      {"attestations.json", "cmax.attestations/", add_attestations_json}};
+                      {"attestations.json", "cmax.attestations/", add_attestations_json},
+                      {"isolation.json", "cmax.audit/", add_isolation_json}};
   for (const auto& d : docs) {
     fs::path path = fs::path(dir) / d.file;
     std::error_code ec;

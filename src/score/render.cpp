@@ -112,8 +112,9 @@ std::string render_card(const ScoreCard& c, bool verbose) {
       out += fmt::format("      {:<32} {:>6} x{:<4g} {}\n", it.id,
                          it.points ? fmt::format("{:.1f}", *it.points) : std::string("--"), it.weight, it.reason);
   }
-  out += fmt::format("\n  total {}   confidence {:.0f}%   tier {}\n",
-                     c.total ? fmt::format("{:.1f}", *c.total) : std::string("--"), c.confidence * 100, c.tier);
+  out += fmt::format("\n  total {}   confidence {:.0f}%   {}\n",
+                     c.total ? fmt::format("{:.1f}", *c.total) : std::string("--"), c.confidence * 100,
+                     c.tier == "no tier" || c.tier == "not rated" ? c.tier : "tier " + c.tier);
   for (const auto& r : c.tier_reasons) out += fmt::format("    {}\n", r);
   if (!c.move_up.empty()) {
     if (c.next_tier)

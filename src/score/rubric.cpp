@@ -159,6 +159,18 @@ Rubric parse(const json& j) {
     r.categories.push_back(std::move(*by_cat[i]));
   }
   if (total_weight <= 0) invalid("categories", "the category weights add up to 0");
+  if (auto g = j.find("rating"); g != j.end()) {
+    if (!g->is_object()) invalid("rating", "must be an object: {\"min_confidence\": 0.5, \"requires\": [...]}");
+    if (auto m = g->find("min_confidence"); m != g->end()) r.rating.min_confidence = number(*m, "rating.min_confidence", 0, 1);
+    if (auto q = g->find("requires"); q != g->end()) {
+      if (!q->is_array()) invalid("rating.requires", "must be an array of category names");
+      for (const auto& c : *q) {
+        auto cat = c.is_string() ? audit::parse_category(c.get<std::string>()) : std::nullopt;
+        if (!cat) invalid("rating.requires", "must name ClusterMAX categories (security, networking, ...)");
+        r.rating.requires_.push_back(*cat);
+      }
+    }
+  }
   const json& tiers = need(j, "(top)", "tiers");
   if (!tiers.is_array() || tiers.empty()) invalid("tiers", "must be a non-empty array, best tier first");
   for (std::size_t i = 0; i < tiers.size(); ++i) {

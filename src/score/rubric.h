@@ -51,8 +51,16 @@ struct Tier {
   double min_confidence = 0;  ///< the total's confidence at least this (0..1)
 };
 
+/// When a tier may be given at all: below this evidence, the categories are scored and the card
+/// says "no tier" with what is missing (a CPU-only VM with no fabric and no scheduler is not rated).
+struct RatingGate {
+  double min_confidence = 0;                 ///< the total's confidence at least this (0..1)
+  std::vector<audit::Category> requires_;    ///< each of these categories has some evidence
+};
+
 struct Rubric {
   std::string name, version, origin;  ///< origin: "built-in" or the file's path
+  RatingGate rating;
   std::vector<std::string> notes;
   std::array<double, 3> outcome_points{100, 50, 0};  ///< pass, warn, fail
   std::vector<CategoryRubric> categories;            ///< all ten, in audit::Category order

@@ -5,6 +5,7 @@
 #include <map>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace cmax::score {
 namespace {
@@ -231,6 +232,23 @@ ScoreCard score_run(const Rubric& rubric, const Evidence& ev) {
     }
     return ok;
   };
+  // The rating gate: no tier on too little evidence; the categories keep their scores.
+  {
+    std::vector<std::string> missing;
+    if (card.confidence + kEps < rubric.rating.min_confidence)
+      missing.push_back(fmt::format("confidence {:.0f}% < {:.0f}%", 100 * card.confidence,
+                                    100 * rubric.rating.min_confidence));
+    for (auto cat : rubric.rating.requires_)
+      for (const auto& c : card.categories)
+        if (c.category == cat && c.confidence <= kEps)
+          missing.push_back(fmt::format("nothing measured {}", audit::to_string(cat)));
+    if (!missing.empty()) {
+      card.tier = "no tier";
+      card.tier_reasons.push_back(fmt::format("no tier: not enough evidence ({})", fmt::join(missing, "; ")));
+      card.move_up = evidence_suggestions;
+      return card;
+    }
+  }
   std::size_t reached = rubric.tiers.size() - 1;
   for (std::size_t i = 0; i < rubric.tiers.size(); ++i)
     if (holds(rubric.tiers[i], nullptr)) {

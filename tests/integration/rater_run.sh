@@ -25,7 +25,7 @@ step() { printf '== %s\n' "$*"; }
 allow_findings() { local rc=0; "$@" || rc=$?; [[ $rc -le 2 ]] || { echo "failed ($rc): $*" >&2; exit "$rc"; }; }
 
 step "cluster run on the reservation"
-allow_findings "$CMAX" run --harness slurm --out "$OUT" > "$work/run.txt"
+allow_findings "$CMAX" run --stage audit --harness slurm --out "$OUT" > "$work/run.txt"
 grep -q -- "--reservation=train" "$OUT/fanout.log"
 
 step "cmaxd on n1 (the rater's detector)"

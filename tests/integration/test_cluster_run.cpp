@@ -55,7 +55,7 @@ class ClusterRunTest : public ::testing::Test {
     out_ = cluster_->dir() / "run";
   }
   std::vector<std::string> run_args(int node_timeout_s) {
-    return {"run", "--harness", "slurm", "--slurm-conf", cluster_->conf_path(), "--out", out_.string(),
+    return {"run", "--stage", "audit", "--harness", "slurm", "--slurm-conf", cluster_->conf_path(), "--out", out_.string(),
             "--node-timeout-s", std::to_string(node_timeout_s), "--json"};
   }
   std::unique_ptr<SlurmCluster> cluster_;
@@ -138,7 +138,7 @@ TEST_F(ClusterRunTest, ANodeWhoseSlurmdStoppedIsReportedAndTheOtherThreeComplete
 TEST_F(ClusterRunTest, DryRunPrintsThePlanAndSkipsADrainedNode) {
   auto d = cluster_->scontrol({"update", "nodename=n2", "state=drain", "reason=cmax test"});
   ASSERT_TRUE(d && d->exit_code == 0);
-  auto ran = run_cmax({"run", "--harness", "slurm", "--slurm-conf", cluster_->conf_path(), "--dry-run"});
+  auto ran = run_cmax({"run", "--stage", "audit", "--harness", "slurm", "--slurm-conf", cluster_->conf_path(), "--dry-run"});
   EXPECT_EQ(ran.r.exit_code, 0) << ran.r.err;
   EXPECT_NE(ran.r.out.find("nodes to ask (3): n1 n3 n4"), std::string::npos) << ran.r.out;
   EXPECT_NE(ran.r.out.find("not asked: n2"), std::string::npos) << ran.r.out;

@@ -53,7 +53,7 @@ TEST(ClusterRunKubernetes, PodsCollectOnEveryNodeAndADifferentDriverIsAFinding) 
   });
   auto dir = std::filesystem::temp_directory_path() / ("cmax-k8s-run-" + std::to_string(::getpid()));
   auto t0 = std::chrono::steady_clock::now();
-  auto r = cmax::core::run_process({{CMAX_BIN, "run", "--harness", "kubernetes", "--kube-api", api.url(),
+  auto r = cmax::core::run_process({{CMAX_BIN, "run", "--stage", "audit", "--harness", "kubernetes", "--kube-api", api.url(),
                                      "--kube-token-file", "", "--kube-ca-file", "", "--image", "cmax:test",
                                      "--node-selector", "pool=gpu", "--node-timeout-s", "2", "--run-id", "itest",
                                      "--out", dir.string(), "--json"},

@@ -119,7 +119,7 @@ TEST(CmaxAudit, JsonIsDeterministicButForTimes) {
 TEST(CmaxRun, WritesARunDirectoryThatReviewRerenders) {
   cmax::test::TempHost t;
   auto dir = (t.dir() / "run").string();
-  auto r = run_cmax({"run", "--out", dir});
+  auto r = run_cmax({"run", "--stage", "audit", "--out", dir});
   EXPECT_NE(r.code, 3) << r.err;
   EXPECT_NE(r.out.find("Scorecard"), std::string::npos);
   for (const char* cat : {"Security", "Lifecycle", "Orchestration", "Storage", "Networking", "Reliability",
@@ -154,7 +154,7 @@ TEST(CmaxRun, AddsTheHostSideIsolationChecksUnlessAskedNot) {
   t.write("/etc/passwd", "root:x:0:0::/root:/bin/sh\nmunge:x:" + std::to_string(::getuid()) + ":0::/:/bin/false\n");
   std::filesystem::permissions(t.dir() / "etc/munge/munge.key", std::filesystem::perms(0644));
   auto dir = (t.dir() / "run").string();
-  auto r = run_cmax({"run", "--harness", "standalone", "--host-root", t.dir().string(), "--out", dir});
+  auto r = run_cmax({"run", "--stage", "audit", "--harness", "standalone", "--host-root", t.dir().string(), "--out", dir});
   ASSERT_EQ(r.code, 2) << r.err << r.out.substr(0, 2000);  // a security fail
   auto results = json::parse(std::ifstream(dir + "/results.json"));
   std::map<std::string, std::string> outcome;
@@ -172,7 +172,7 @@ TEST(CmaxRun, AddsTheHostSideIsolationChecksUnlessAskedNot) {
   }
 
   auto off_dir = (t.dir() / "off").string();
-  auto off = run_cmax({"run", "--harness", "standalone", "--host-root", t.dir().string(), "--no-isolation",
+  auto off = run_cmax({"run", "--stage", "audit", "--harness", "standalone", "--host-root", t.dir().string(), "--no-isolation",
                        "--out", off_dir});
   EXPECT_NE(off.code, 3) << off.err;
   for (const auto& f : json::parse(std::ifstream(off_dir + "/results.json"))["findings"])

@@ -128,7 +128,7 @@ TEST(CmaxReport, ARealRunRendersInHeadlessChromiumWithEveryChartAndNoConsoleMess
   const fs::path dir = t.dir() / "provider-a";
 
   // 1. The main job; it ends by writing the report already.
-  auto r = cmax_cmd({"run", "--harness", "standalone", "--out", dir.string()});
+  auto r = cmax_cmd({"run", "--stage", "audit", "--harness", "standalone", "--out", dir.string()});
   ASSERT_LE(r.code, 2) << r.out << r.err;
   EXPECT_NE(r.out.find("Report: " + (dir / "report.html").string()), std::string::npos) << r.out;
   ASSERT_TRUE(fs::exists(dir / "report.html"));
@@ -248,7 +248,7 @@ TEST(CmaxReport, ARealRunRendersInHeadlessChromiumWithEveryChartAndNoConsoleMess
 TEST(CmaxReport, SeveralRunsSideBySideAndClearErrors) {
   cmax::test::TempHost t;
   for (const char* name : {"a", "b"}) {
-    auto r = cmax_cmd({"run", "--harness", "standalone", "--out", (t.dir() / name).string(), "--json"});
+    auto r = cmax_cmd({"run", "--stage", "audit", "--harness", "standalone", "--out", (t.dir() / name).string(), "--json"});
     ASSERT_LE(r.code, 2) << r.err;
     EXPECT_TRUE(fs::exists(t.dir() / name / "report.html")) << "--json runs write the report too";
   }

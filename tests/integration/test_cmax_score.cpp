@@ -33,7 +33,7 @@ void validate_score_shape(const json& j, std::size_t runs) {
   ASSERT_EQ(j.at("schema"), "cmax.score/1");
   ASSERT_TRUE(j.at("rubric").at("origin").is_string());
   ASSERT_EQ(j.at("runs").size(), runs);
-  const std::set<std::string> tiers = {"Platinum", "Gold", "Silver", "Bronze", "Underperform", "not rated"};
+  const std::set<std::string> tiers = {"Platinum", "Gold", "Silver", "Bronze", "Underperform", "not rated", "no tier"};
   for (const auto& r : j["runs"]) {
     EXPECT_TRUE(r.at("label").is_string());
     EXPECT_TRUE(r.at("total").is_number() || r.at("total").is_null());
@@ -72,7 +72,7 @@ void validate_score_shape(const json& j, std::size_t runs) {
 TEST(CmaxScore, ScoresARunDirectoryAndTheRubricIsData) {
   cmax::test::TempHost t;
   auto dir = (t.dir() / "run").string();
-  auto r = run_cmax({"run", "--harness", "standalone", "--out", dir});
+  auto r = run_cmax({"run", "--stage", "audit", "--harness", "standalone", "--out", dir});
   ASSERT_NE(r.code, 3) << r.err;
 
   auto a = run_cmax({"score", dir, "--json"});
@@ -138,7 +138,7 @@ TEST(CmaxScore, UsageErrors) {
   auto bad = (t.dir() / "bad.json").string();
   std::ofstream(bad) << R"({"schema": "cmax.rubric/1", "categories": []})";
   auto dir = (t.dir() / "run").string();
-  ASSERT_NE(run_cmax({"run", "--harness", "standalone", "--out", dir}).code, 3);
+  ASSERT_NE(run_cmax({"run", "--stage", "audit", "--harness", "standalone", "--out", dir}).code, 3);
   auto b = run_cmax({"score", dir, "--rubric", bad});
   EXPECT_EQ(b.code, 3);
   EXPECT_NE(b.err.find("bad.json: categories"), std::string::npos) << b.err;

@@ -146,7 +146,7 @@ class RaterRun : public ::testing::Test {
 // Defect 1: one srun without --reservation waited behind the reservation and every node, the idle
 // spares included, timed out after 120 s with Availability 0.0%.
 TEST_F(RaterRun, ReservedNodesAreAskedInsideTheirReservationAndAQueuedStepIsReportedQueued) {
-  auto ran = cmax_run({"run", "--harness", "slurm", "--out", dir_.string(), "--node-timeout-s", "60", "--json"}, env_);
+  auto ran = cmax_run({"run", "--stage", "audit", "--harness", "slurm", "--out", dir_.string(), "--node-timeout-s", "60", "--json"}, env_);
   ASSERT_NE(ran.code, 3) << ran.err;
   auto j = json::parse(ran.out, nullptr, false);
   ASSERT_TRUE(j.is_object()) << ran.out << ran.err;
@@ -162,7 +162,7 @@ TEST_F(RaterRun, ReservedNodesAreAskedInsideTheirReservationAndAQueuedStepIsRepo
   auto later = cluster_->scontrol({"create", "reservation", "ReservationName=later", "StartTime=now+60", "Duration=10",
                                    "Users=root", "Nodes=spare2"});
   ASSERT_TRUE(later && later->exit_code == 0) << (later ? later->out + later->err : "");
-  auto queued = cmax_run({"run", "--harness", "slurm", "--out", dir_.string(), "--overwrite", "--node-timeout-s", "60",
+  auto queued = cmax_run({"run", "--stage", "audit", "--harness", "slurm", "--out", dir_.string(), "--overwrite", "--node-timeout-s", "60",
                           "--json"},
                          env_);
   ASSERT_NE(queued.code, 3) << queued.err;
@@ -177,8 +177,11 @@ TEST_F(RaterRun, ReservedNodesAreAskedInsideTheirReservationAndAQueuedStepIsRepo
   for (const char* n : {"n1", "n2", "n3", "n4", "spare1"}) EXPECT_EQ((*node_of(q, n))["status"], "ok") << n;
   EXPECT_LT(queued.seconds, 25) << "a queued step is known within seconds";
   // Queued is not a failed node: Availability does not count it against the provider.
-  for (const auto& f : q["cluster_findings"])
-    if (f["id"] == "cluster.node.answered@spare2") EXPECT_EQ(f["outcome"], "unverified") << f.dump();
+  for (const auto& f : q["cluster_findings"]) {
+    if (f["id"] == "cluster.node.answered@spare2") {
+      EXPECT_EQ(f["outcome"], "unverified") << f.dump();
+    }
+  }
   EXPECT_EQ(squeue(), "") << "nothing of cmax's stays queued";
   std::printf("[ measure  ] cmax run with spare2 held by a starting reservation: %.2f s\n", queued.seconds);
 }
@@ -202,7 +205,7 @@ TEST_F(RaterRun, ARunThatEvaluatedNoNodeExitsWithTheReason) {
   auto state = cluster_->wait_for("n1", [](const auto& s) { return s.state.find("COMPLETING") != std::string::npos; }, 5s);
   ASSERT_TRUE(state) << state.error().message;
 
-  auto ran = cmax_run({"run", "--harness", "slurm", "--out", dir_.string(), "--node-timeout-s", "20"}, env_);
+  auto ran = cmax_run({"run", "--stage", "audit", "--harness", "slurm", "--out", dir_.string(), "--node-timeout-s", "20"}, env_);
   if (job_pid > 0) ::kill(job_pid, SIGKILL);
   EXPECT_EQ(ran.code, 3) << ran.out << ran.err;
   EXPECT_NE(ran.err.find("no node was evaluated"), std::string::npos) << ran.err;
@@ -292,7 +295,7 @@ TEST_F(RaterRun, DrillLinesAreShownAsDrillsNeverCountedAsFaults) {
   EXPECT_GT(c["drill_lines_ended"].get<int>(), 0) << c.dump();
 
   // cmax run across the cluster: the nodes' kernel-log scans leave the drill out.
-  auto cl = cmax_run({"run", "--harness", "slurm", "--out", dir_.string(), "--json"}, env_);
+  auto cl = cmax_run({"run", "--stage", "audit", "--harness", "slurm", "--out", dir_.string(), "--json"}, env_);
   ASSERT_NE(cl.code, 3) << cl.err;
   for (const auto& f : fs::directory_iterator(dir_ / "nodes")) {
     auto doc = read_json(f.path());
@@ -360,7 +363,7 @@ TEST_F(RaterRun, EndpointBenchOnTheTraceSaysHowMuchWasSentAndIsJudgedOnWhatWasAc
   cmax::test::ServeProcess serve({"--time-scale", "0", "--cache-blocks", "1000000"});
   ASSERT_GT(serve.port(), 0) << serve.error();
   const auto trace = (fs::path(CMAX_SOURCE_DIR) / "tests/golden/traces/mooncake_conversation_trace.jsonl").string();
-  auto base = cmax_run({"run", "--harness", "standalone", "--no-isolation", "--out", dir_.string()});
+  auto base = cmax_run({"run", "--stage", "audit", "--harness", "standalone", "--no-isolation", "--out", dir_.string()});
   ASSERT_LE(base.code, 2) << base.err;
   auto b = cmax_run({"endpoint", "bench", trace, "--base-url", serve.base_url(), "--max-tokens", "2", "--out",
                      dir_.string(), "--json"},
@@ -468,7 +471,7 @@ TEST_F(RaterRun, NcclSweepStopsOnSigintKillsItsRanksAndWritesWhatWasMeasured) {
 TEST_F(RaterRun, ErrorMessagesNameTheCause) {
   const std::vector<std::string> missing = {"SLURM_CONF=/nonexistent/slurm.conf"};
   for (std::vector<std::string> args :
-       {std::vector<std::string>{"run", "--out", (dir_ / "x").string()},
+       {std::vector<std::string>{"run", "--stage", "audit", "--out", (dir_ / "x").string()},
         std::vector<std::string>{"check", "--slurm-healthcheck", "--no-nvml", "--no-ib"},
         std::vector<std::string>{"drill", "run", "--scenario", "xid79", "--nodes", "n1", "--yes"}}) {
     auto r = cmax_run(args, missing, 30s);
@@ -510,7 +513,7 @@ TEST_F(RaterRun, ReportShowsEachStageAsItsDocumentsSay) {
   if (!bin) GTEST_SKIP() << "chromium is not installed (scripts/setup-deps --test installs it)";
   const fs::path a = dir_ / "provider-a", b = dir_ / "provider-b";
   for (const auto& d : {a, b}) {
-    auto r = cmax_run({"run", "--harness", "standalone", "--no-isolation", "--out", d.string()});
+    auto r = cmax_run({"run", "--stage", "audit", "--harness", "standalone", "--no-isolation", "--out", d.string()});
     ASSERT_LE(r.code, 2) << r.err;
   }
   // SLA: downtime on two racks; the March maintenance of the sample contract lists more racks.
@@ -623,7 +626,9 @@ TEST_F(RaterRun, SmallDefectsOfTheFirstHour) {
         fmt::format("<3>NVRM: Xid (PCI:{}): 79, pid=1, name=train, GPU has fallen off the bus.\n", pci)));
     auto drained = cluster_->wait_for("n1", [](const auto& s) { return s.drain_flag(); }, 10s);
     EXPECT_TRUE(drained) << slurp(cluster_->dir() / "cmaxd.log");
-    if (drained) EXPECT_NE(drained->reason.find(pci), std::string::npos) << drained->reason;
+    if (drained) {
+      EXPECT_NE(drained->reason.find(pci), std::string::npos) << drained->reason;
+    }
     // A second, unrelated fault while the node is drained: its drain changes nothing, is recorded
     // "unchanged" and is not counted by the breaker (the drill's own lines are one incident now:
     // its AER report is the root cause of its Xid 79, so it drains once).
@@ -663,12 +668,12 @@ TEST_F(RaterRun, SmallDefectsOfTheFirstHour) {
 
   // A second run into the same directory is refused, or replaces both files together.
   const fs::path d = dir_ / "twice";
-  auto first = cmax_run({"run", "--harness", "standalone", "--no-isolation", "--out", d.string()});
+  auto first = cmax_run({"run", "--stage", "audit", "--harness", "standalone", "--no-isolation", "--out", d.string()});
   ASSERT_LE(first.code, 2) << first.err;
-  auto again = cmax_run({"run", "--harness", "standalone", "--no-isolation", "--out", d.string()});
+  auto again = cmax_run({"run", "--stage", "audit", "--harness", "standalone", "--no-isolation", "--out", d.string()});
   EXPECT_EQ(again.code, 3);
   EXPECT_NE(again.err.find("already holds a run"), std::string::npos) << again.err;
-  auto replaced = cmax_run({"run", "--harness", "standalone", "--no-isolation", "--out", d.string(), "--overwrite"});
+  auto replaced = cmax_run({"run", "--stage", "audit", "--harness", "standalone", "--no-isolation", "--out", d.string(), "--overwrite"});
   EXPECT_LE(replaced.code, 2) << replaced.err;
   auto db = cmax::store::Database::open((d / "cmax.db").string());
   ASSERT_TRUE(db);
@@ -679,7 +684,7 @@ TEST_F(RaterRun, SmallDefectsOfTheFirstHour) {
   EXPECT_EQ(runs->column_int(0), 1) << "cmax.db holds the run results.json holds";
 
   // The auto harness says why it stayed on this machine.
-  auto alone = cmax_run({"run", "--no-isolation", "--out", (dir_ / "auto").string()}, {"SLURM_CONF=", "PATH=/usr/bin:/bin"});
+  auto alone = cmax_run({"run", "--stage", "audit", "--no-isolation", "--out", (dir_ / "auto").string()}, {"SLURM_CONF=", "PATH=/usr/bin:/bin"});
   EXPECT_LE(alone.code, 2) << alone.err;
   EXPECT_NE(alone.err.find("auditing this machine only (no Slurm cluster found:"), std::string::npos) << alone.err;
 }

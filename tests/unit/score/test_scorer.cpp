@@ -264,3 +264,36 @@ TEST(Scorer, NeverReachedDrillStageScoresTheWorstPoints) {
 
 }  // namespace
 }  // namespace cmax::score
+
+namespace cmax::score {
+namespace {
+
+// Issue 26: a CPU-only VM (no fabric measured, little evidence) gets its category scores and no tier.
+TEST(ScorerRatingGate, NoTierUntilTheEvidenceEarnsOne) {
+  auto builtin = load_rubric(std::nullopt);
+  ASSERT_TRUE(builtin) << builtin.error().message;
+  EXPECT_DOUBLE_EQ(builtin->rating.min_confidence, 0.5);
+  ASSERT_EQ(builtin->rating.requires_.size(), 2u);
+
+  auto rubric = test::make_rubric(kTwoCategories);
+  rubric.rating.min_confidence = 0.5;
+  rubric.rating.requires_ = {Category::networking};
+  Evidence ev = sample();
+  ev.metrics.clear();  // nothing measured the fabric
+  auto card = score_run(rubric, ev);
+  ASSERT_TRUE(card.total);  // scored all the same
+  EXPECT_EQ(card.tier, "no tier");
+  ASSERT_FALSE(card.tier_reasons.empty());
+  EXPECT_NE(card.tier_reasons[0].find("nothing measured networking"), std::string::npos) << card.tier_reasons[0];
+  // The NCCL verdicts and the bandwidth: the gate opens, the tier is the total's.
+  auto full = score_run(rubric, sample());
+  EXPECT_NE(full.tier, "no tier");
+  // Too little evidence overall, even with the fabric measured.
+  rubric.rating.min_confidence = 0.9;
+  auto thin = score_run(rubric, sample());
+  EXPECT_EQ(thin.tier, "no tier");
+  EXPECT_NE(thin.tier_reasons[0].find("confidence 75% < 90%"), std::string::npos) << thin.tier_reasons[0];
+}
+
+}  // namespace
+}  // namespace cmax::score
