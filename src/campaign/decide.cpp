@@ -145,6 +145,7 @@ Decision decide_one(const StageSpec& s, const Facts& f) {
         break;
       }
       cmd({"drill", "run", "--nodes", f.drill_node, "--yes", "--out", f.out});
+      d.cleanup_argv = {f.cmax, "drill", "cleanup", "--run", f.out, "--yes"};
       if (f.harness == "kubernetes") d.argv.insert(d.argv.end(), {"--scheduler", "kubernetes"});
       if (!f.reservation.empty()) d.argv.insert(d.argv.end(), {"--reservation", f.reservation});
       else d.argv.insert(d.argv.end(), {"--partition", f.partition});
@@ -212,18 +213,21 @@ std::vector<Decision> decide(const Plan& plan, const Facts& facts) {
       if (out[i].run && !out[i].in_process) total += plan.stages[i].budget_s;
     if (total <= budget || total == 0) break;
     const double factor = static_cast<double>(budget) / static_cast<double>(total);
-    std::optional<std::size_t> drop;
+    bool short_of_min = false;
+    std::optional<std::size_t> drop;  // the last stage of the plan: earlier stages are the basics
     for (std::size_t i = 0; i < out.size(); ++i) {
       if (!out[i].run || out[i].in_process) continue;
       out[i].budget_s = static_cast<int>(plan.stages[i].budget_s * factor);
-      if (out[i].budget_s < plan.stages[i].min_s) drop = i;
+      if (out[i].budget_s < plan.stages[i].min_s) short_of_min = true;
+      drop = i;
     }
-    if (!drop) break;
+    if (!short_of_min || !drop) break;
     auto& d = out[*drop];
     skip(d,
-         fmt::format("does not fit --budget {} s: its share would be {} s, under the {} s it needs", budget,
-                     d.budget_s, plan.stages[*drop].min_s),
-         "raise --budget, or lower this stage's min_s in your plan (--plan FILE)");
+         fmt::format("does not fit --budget {} s: the stages before it need the time (scaled to fit, a stage "
+                     "would get less than its min_s)",
+                     budget),
+         "raise --budget, or lower the stages' budget_s and min_s in your plan (--plan FILE)");
     d.argv.clear();
   }
   for (auto& d : out)

@@ -2,8 +2,9 @@
 // Which stages of a plan run on this cluster, on which nodes, with which command, and why the
 // others do not: a pure function of the plan and the facts found at the start (harness, nodes,
 // what is installed, what the user named). `cmax run --dry-run` prints its answer; `cmax run`
-// executes it. The plan is fitted into --budget here: budgets are scaled down together, and a
-// stage whose share falls below its min_s is skipped (the last ones first), never run short.
+// executes it. The plan is fitted into --budget here: budgets are scaled down together; while a
+// stage's share is below its min_s, the last stage of the plan is skipped (earlier stages are the
+// basics the later ones build on), never run short.
 
 #include <optional>
 #include <string>
@@ -50,6 +51,9 @@ struct Decision {
   std::string reason;             ///< skipped: why; run: what it does
   std::string todo;               ///< skipped: what to do to run it ("" when nothing can)
   std::vector<std::string> argv;  ///< the command (children); empty for in-process stages
+  /// Run after `argv` whatever became of it (the drill's cleanup: resume the node, restore the
+  /// reservation); its failure fails the stage.
+  std::vector<std::string> cleanup_argv;
   std::vector<std::string> documents;  ///< what it writes into the run directory
 };
 

@@ -93,6 +93,23 @@ StageRun execute_stage(const Decision& d, const ExecuteOptions& o) {
                               : fmt::format("exit {}{}", r.exit_code, tail);
   }
   log << fmt::format("# {} after {:.1f} s, exit {}\n", to_string(r.status), r.seconds, r.exit_code);
+  if (!d.cleanup_argv.empty()) {
+    // Whatever became of the stage: put back what it changed (bounded; not interruptible, so a
+    // Ctrl-C never leaves a node drained).
+    log << "# cleanup: " << core::describe_argv(d.cleanup_argv) << "\n";
+    auto c = core::run_process({d.cleanup_argv, std::chrono::seconds(300), 1u << 20, {}});
+    if (c) log << c->out << c->err;
+    const bool ok = c && !c->timed_out && c->exit_code == 0;
+    log << fmt::format("# cleanup {}\n", ok ? "done" : "FAILED");
+    if (!ok) {
+      std::string why = !c ? c.error().message : c->timed_out ? "no end in 300 s" : fmt::format("exit {}", c->exit_code);
+      r.error += fmt::format("{}cleanup failed ({}): run `{}` by hand", r.error.empty() ? "" : "; ", why,
+                             core::describe_argv(d.cleanup_argv));
+      if (r.status == Status::done) r.status = Status::failed;
+    }
+    r.seconds = since();
+  }
+  log.flush();
   return r;
 }
 

@@ -88,6 +88,7 @@ std::string campaign_to_json(const Campaign& c) {
             {"reason", d.reason},
             {"todo", d.todo},
             {"argv", d.argv},
+            {"cleanup_argv", d.cleanup_argv},
             {"documents", d.documents},
             {"exit_code", s.exit_code},
             {"seconds", s.seconds},
@@ -105,9 +106,10 @@ Result<Campaign> campaign_from_json(std::string_view text, std::string_view orig
     return fail("read {}: not a cmax.campaign/1 document (is this a cmax run directory?)", origin);
   try {
     Campaign c;
-    c.plan_name = doc["plan"].value("name", "");
-    c.plan_origin = doc["plan"].value("origin", "");
-    c.plan_about = doc["plan"].value("about", "");
+    const nlohmann::json plan = doc.contains("plan") && doc["plan"].is_object() ? doc["plan"] : nlohmann::json::object();
+    c.plan_name = plan.value("name", "");
+    c.plan_origin = plan.value("origin", "");
+    c.plan_about = plan.value("about", "");
     c.started_at = doc.value("started_at", "");
     if (doc.contains("finished_at") && doc["finished_at"].is_string()) c.finished_at = doc["finished_at"];
     c.interrupted = doc.value("interrupted", false);
@@ -132,6 +134,7 @@ Result<Campaign> campaign_from_json(std::string_view text, std::string_view orig
       d.reason = s.value("reason", "");
       d.todo = s.value("todo", "");
       d.argv = s.value("argv", std::vector<std::string>{});
+      d.cleanup_argv = s.value("cleanup_argv", std::vector<std::string>{});
       d.documents = s.value("documents", std::vector<std::string>{});
       st.exit_code = s.value("exit_code", -1);
       st.seconds = s.value("seconds", 0.0);

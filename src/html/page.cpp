@@ -280,6 +280,45 @@ void findings_section(Writer& w, const RunReport& r, const std::string& id) {
   }
 }
 
+// cmax run's stages: one section each, run or not, with what it did or why it did not run.
+void stages_section(Writer& w, const CampaignView& v, const std::string& id) {
+  w.section_start(id, fmt::format("Stages (plan {}{})", v.plan, v.interrupted ? ", interrupted" : ""), 3);
+  w.raw("<p class=\"meta\">");
+  w.esc(fmt::format("{} · started {}{}{}", v.origin, v.started_at,
+                    v.finished_at.empty() ? "" : " · finished " + v.finished_at,
+                    v.resumes > 0 ? fmt::format(" · resumed {} time{}", v.resumes, v.resumes == 1 ? "" : "s") : ""));
+  w.raw("</p>\n<table>\n<tr><th>stage</th><th>status</th><th>time</th><th>on</th></tr>\n");
+  for (const auto& st : v.stages) {
+    w.f("<tr><td><a href=\"#{}-{}\">", id, st.id);
+    w.esc(st.id);
+    w.raw("</a></td><td>");
+    w.esc(st.status);
+    w.raw("</td><td>");
+    w.esc(st.seconds > 0 ? fmt::format("{:.1f} s", st.seconds) : "");
+    w.raw("</td><td>");
+    w.esc(st.run ? st.targets : "");
+    w.raw("</td></tr>\n");
+  }
+  w.raw("</table>\n");
+  for (const auto& st : v.stages) {
+    const std::string sid = fmt::format("{}-{}", id, st.id);
+    w.f("<section class=\"stage\" id=\"{}\">\n", sid);
+    w.page.sections.push_back(sid);
+    w.f("<h4>");
+    w.esc(fmt::format("{}: {}{}", st.id, st.status, st.disruptive ? " (disruptive)" : ""));
+    w.raw("</h4>\n<dl>\n");
+    w.kv(st.run ? "what" : "why it did not run", st.reason);
+    if (st.run) w.kv("on", st.targets);
+    w.kv("to run it", st.todo);
+    w.kv("what went wrong", st.error);
+    if (st.exit_code > 0) w.kv("exit", fmt::format("{} (findings)", st.exit_code));
+    if (st.seconds > 0) w.kv("time", fmt::format("{:.1f} s", st.seconds));
+    if (st.run) w.kv("documents", fmt::format("{}", fmt::join(st.documents, ", ")));
+    w.kv("log", st.log);
+    w.raw("</dl>\n</section>\n");
+  }
+}
+
 void scorecard_section(Writer& w, const RunReport& r, const score::Rubric& rubric, const std::string& id) {
   const auto& c = r.card;
   w.section_start(id, "Scorecard", 3);
@@ -648,6 +687,7 @@ Page render_page(const std::vector<RunReport>& runs, const score::Rubric& rubric
     w.esc(fmt::format("{}{}", r.dir, r.host.empty() ? "" : " · host " + r.host));
     w.raw("</p>\n");
     scorecard_section(w, r, rubric, id + "-score");
+    if (r.campaign) stages_section(w, *r.campaign, id + "-stages");
     findings_section(w, r, id + "-findings");
     if (r.cluster) cluster_section(w, *r.cluster, id + "-nodes");
     if (r.scan) scan_section(w, *r.scan, id + "-scan");

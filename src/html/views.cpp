@@ -1,5 +1,8 @@
 #include "html/views.h"
 
+#include "campaign/state.h"
+#include "core/text_file.h"
+
 #include <algorithm>
 #include <array>
 #include <filesystem>
@@ -325,6 +328,25 @@ Result<std::string> inline_svg(std::string_view svg) {
   return std::string(body);
 }
 
+Result<CampaignView> parse_campaign_view(std::string_view text) {
+  auto c = campaign::campaign_from_json(text, "campaign.json");
+  if (!c) return Unexpected<Error>{c.error()};
+  CampaignView v;
+  v.plan = c->plan_name;
+  v.origin = c->plan_origin;
+  v.started_at = c->started_at;
+  v.finished_at = c->finished_at;
+  v.interrupted = c->interrupted;
+  v.resumes = c->resumes;
+  for (const auto& st : c->stages) {
+    const auto& d = st.decision;
+    v.stages.push_back({d.id, std::string(campaign::to_string(d.kind)), std::string(campaign::to_string(st.status)),
+                        d.targets, d.reason, d.todo, st.error, st.log, d.run, d.disruptive, st.seconds, st.exit_code,
+                        d.documents});
+  }
+  return v;
+}
+
 Result<RunReport> load_run(const std::string& dir, const score::Rubric& rubric) {
   score::ParsedDocuments docs;
   auto ev = score::read_evidence(dir, &docs);
@@ -345,6 +367,12 @@ Result<RunReport> load_run(const std::string& dir, const score::Rubric& rubric) 
     auto it = docs.find(name);
     return it == docs.end() ? nullptr : &it->second;
   };
+  if (fs::exists(base / "campaign.json")) {
+    auto text = core::read_text_file((base / "campaign.json").string(), 16u << 20);
+    auto v = text ? parse_campaign_view(*text) : Result<CampaignView>(Unexpected<Error>{text.error()});
+    if (v) r.campaign = std::move(*v);
+    else warn(v.error().message + "; the stages are not shown");
+  }
   if (const json* d = doc("cluster.json")) {
     if (auto v = cluster_view(*d)) r.cluster = std::move(*v);
     else warn(v.error().message);

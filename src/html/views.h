@@ -114,6 +114,21 @@ inline constexpr std::size_t kMaxIncidents = 200;
 inline constexpr std::size_t kMaxSlaRows = 24;
 
 /// Everything the page shows of one run directory.
+/// campaign.json (cmax run): every stage of the plan, what became of it and why.
+struct StageView {
+  std::string id, kind, status, targets, reason, todo, error, log;
+  bool run = false, disruptive = false;
+  double seconds = 0;
+  int exit_code = -1;
+  std::vector<std::string> documents;
+};
+struct CampaignView {
+  std::string plan, origin, started_at, finished_at;
+  bool interrupted = false;
+  int resumes = 0;
+  std::vector<StageView> stages;
+};
+
 struct RunReport {
   std::string dir, label, host;
   score::ScoreCard card;
@@ -124,6 +139,7 @@ struct RunReport {
   std::optional<DrillView> drill;
   std::optional<loadgen::RunView> bench;
   std::optional<SlaView> sla;
+  std::optional<CampaignView> campaign;
   std::vector<std::string> warnings;  ///< documents present but unusable, charts that could not be read
 };
 
@@ -133,6 +149,7 @@ Result<ScanView> parse_scan_view(std::string_view text);
 Result<NcclView> parse_nccl_view(std::string_view text);
 Result<DrillView> parse_drill_view(std::string_view text);
 Result<SlaView> parse_sla_view(std::string_view text);
+Result<CampaignView> parse_campaign_view(std::string_view text);
 // The same from a parsed document whose schema was checked (score::read_evidence's).
 Result<ClusterView> cluster_view(const nlohmann::json& doc);
 Result<ScanView> scan_view(const nlohmann::json& doc);

@@ -172,10 +172,16 @@ Result<void> add_nccl_json(nlohmann::json& doc, Evidence& ev) {
     json* j = &doc;
     const json& runs = (*j)["runs"];
     if (!runs.is_array()) return fail("nccl.json: no runs array");
-    int pass = 0, warn = 0, failed = 0;
+    int pass = 0, warn = 0, failed = 0, cpu = 0;
     std::optional<double> worst_ratio;
     std::string worst_what;
     for (const auto& r : runs) {
+      // cmax-collbench over MPI measures a CPU fabric: it shows the launcher and the pipeline work,
+      // not what the GPU fabric the rubric rates can do.
+      if (r.contains("backend") && r["backend"].is_string() && r["backend"] == "mpi") {
+        ++cpu;
+        continue;
+      }
       std::string v = r.value("verdict", std::string());
       if (v == "pass") ++pass;
       else if (v == "warn") ++warn;
@@ -193,6 +199,10 @@ Result<void> add_nccl_json(nlohmann::json& doc, Evidence& ev) {
       ev.metrics["nccl.pass_fraction"] = {(pass + 0.5 * warn) / n,
                                           fmt::format("nccl.json: {} pass, {} warn, {} fail", pass, warn, failed)};
     if (worst_ratio) ev.metrics["nccl.reference_ratio"] = {*worst_ratio, "nccl.json: worst run " + worst_what};
+    if (cpu > 0)
+      ev.warnings.push_back(fmt::format("nccl.json: {} run(s) of cmax-collbench over MPI (a CPU fabric) are not evidence "
+                                        "of the GPU fabric and are not scored",
+                                        cpu));
   } catch (const json::exception& e) {
     return fail("nccl.json: {}", e.what());
   }
