@@ -7,9 +7,11 @@
 // them into a low-priority Slurm job on the idle nodes.
 // Exit codes: 0 healthy; 1 unhealthy; 3 usage or cannot check.
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -276,7 +278,14 @@ int submit_checks(const CheckFlags& f) {
              out->job_id);
   if (!f.wait) return kExitHealthy;
   // --wait: until the job leaves the queue (bounded), then the nodes' results as one document.
-  auto end = health::wait_for_job(s, out->job_id, std::chrono::seconds(f.wait_timeout_s));
+  // Ctrl-C (or cmax run stopping this stage) cancels the job rather than leave it queued.
+  static std::atomic<bool> stop{false};
+  struct sigaction sa {};
+  sa.sa_handler = [](int) { stop.store(true); };
+  sigemptyset(&sa.sa_mask);
+  ::sigaction(SIGINT, &sa, nullptr);
+  ::sigaction(SIGTERM, &sa, nullptr);
+  auto end = health::wait_for_job(s, out->job_id, std::chrono::seconds(f.wait_timeout_s), &stop);
   if (!end) return fail_env(end.error().message);
   const std::string merged =
       health::merge_active_results(out->job_id, out->nodes, health::read_node_results(s.output_dir, out->job_id), *end);

@@ -204,31 +204,37 @@ std::vector<Decision> decide(const Plan& plan, const Facts& facts) {
   for (auto& d : out)
     if (isolation && d.run && d.kind == Kind::audit && facts.harness == "standalone") d.argv.push_back("--no-isolation");
   if (!facts.budget_s) return out;
-  // Fit into --budget: scale the children's budgets together; a stage whose share is below its
-  // min_s is skipped, the last such first, and the rest rescaled.
-  const int budget = *facts.budget_s;
+  // Fit into --budget: every stage first gets its min_s, the rest of the budget is shared in
+  // proportion to what each would take beyond that; while even the minimums do not fit, the last
+  // stage of the plan is skipped (earlier stages are the basics the later ones build on).
+  const long long budget = *facts.budget_s;
   for (;;) {
-    long long total = 0;
-    for (std::size_t i = 0; i < out.size(); ++i)
-      if (out[i].run && !out[i].in_process) total += plan.stages[i].budget_s;
-    if (total <= budget || total == 0) break;
-    const double factor = static_cast<double>(budget) / static_cast<double>(total);
-    bool short_of_min = false;
-    std::optional<std::size_t> drop;  // the last stage of the plan: earlier stages are the basics
+    long long mins = 0, extra = 0;
+    std::optional<std::size_t> last;
     for (std::size_t i = 0; i < out.size(); ++i) {
       if (!out[i].run || out[i].in_process) continue;
-      out[i].budget_s = static_cast<int>(plan.stages[i].budget_s * factor);
-      if (out[i].budget_s < plan.stages[i].min_s) short_of_min = true;
-      drop = i;
+      mins += plan.stages[i].min_s;
+      extra += plan.stages[i].budget_s - plan.stages[i].min_s;
+      last = i;
     }
-    if (!short_of_min || !drop) break;
-    auto& d = out[*drop];
-    skip(d,
-         fmt::format("does not fit --budget {} s: the stages before it need the time (scaled to fit, a stage "
-                     "would get less than its min_s)",
-                     budget),
-         "raise --budget, or lower the stages' budget_s and min_s in your plan (--plan FILE)");
-    d.argv.clear();
+    if (!last) break;
+    if (mins > budget) {
+      auto& d = out[*last];
+      skip(d,
+           fmt::format("does not fit --budget {} s: the stages before it need their minimum time (min_s) first",
+                       budget),
+           "raise --budget, or lower the stages' min_s in your plan (--plan FILE)");
+      d.argv.clear();
+      d.cleanup_argv.clear();
+      continue;
+    }
+    const double share = extra > 0 ? std::min(1.0, static_cast<double>(budget - mins) / static_cast<double>(extra)) : 0;
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      if (!out[i].run || out[i].in_process) continue;
+      out[i].budget_s =
+          plan.stages[i].min_s + static_cast<int>((plan.stages[i].budget_s - plan.stages[i].min_s) * share);
+    }
+    break;
   }
   for (auto& d : out)
     if (d.run && d.kind == Kind::active)

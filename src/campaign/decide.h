@@ -2,9 +2,9 @@
 // Which stages of a plan run on this cluster, on which nodes, with which command, and why the
 // others do not: a pure function of the plan and the facts found at the start (harness, nodes,
 // what is installed, what the user named). `cmax run --dry-run` prints its answer; `cmax run`
-// executes it. The plan is fitted into --budget here: budgets are scaled down together; while a
-// stage's share is below its min_s, the last stage of the plan is skipped (earlier stages are the
-// basics the later ones build on), never run short.
+// executes it. The plan is fitted into --budget here: each stage gets its min_s, the rest is shared
+// in proportion to what each would take beyond that; when even the minimums do not fit, the last
+// stages of the plan are skipped (earlier stages are the basics), never run below their min_s.
 
 #include <optional>
 #include <string>

@@ -309,7 +309,7 @@ std::string merge_active_results(std::string_view job_id, const std::vector<std:
 }
 
 Result<std::string> wait_for_job(const SubmitOptions& o, std::string_view job_id, std::chrono::seconds timeout,
-                                 std::chrono::milliseconds poll) {
+                                 const std::atomic<bool>* stop, std::chrono::milliseconds poll) {
   const auto until = std::chrono::steady_clock::now() + timeout;
   std::string state = "PENDING";
   for (;;) {
@@ -322,12 +322,21 @@ Result<std::string> wait_for_job(const SubmitOptions& o, std::string_view job_id
     if (r->timed_out) return fail("squeue -j {}: no answer in {} ms; is slurmctld up?", job_id, o.slurm_timeout.count());
     if (r->exit_code != 0 || out.empty()) return state == "PENDING" || state == "RUNNING" ? std::string("COMPLETED") : state;
     state = out;
-    if (std::chrono::steady_clock::now() >= until) {
+    // squeue -j still lists a job that ended, for MinJobAge, in its final state.
+    static constexpr std::string_view kEnded[] = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL",
+                                                  "PREEMPTED", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE"};
+    for (auto e : kEnded)
+      if (state.rfind(e, 0) == 0) return state;
+    const bool stopped = stop && stop->load();
+    if (stopped || std::chrono::steady_clock::now() >= until) {
       auto c = core::run_process({{"scancel", std::string(job_id)}, o.slurm_timeout, 1u << 16, slurm_env(o)});
       (void)c;
-      return fmt::format("{} when cmax stopped waiting after {} s and cancelled it", state, timeout.count());
+      return stopped ? fmt::format("{} when cmax was interrupted and cancelled it", state)
+                     : fmt::format("{} when cmax stopped waiting after {} s and cancelled it", state, timeout.count());
     }
-    std::this_thread::sleep_for(poll);
+    for (auto slept = std::chrono::milliseconds(0); slept < poll && !(stop && stop->load());
+         slept += std::chrono::milliseconds(50))
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
 }
 

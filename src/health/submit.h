@@ -4,6 +4,7 @@
 // of its own. The argv and the batch script are built by pure functions (tested without Slurm);
 // submit_active() asks sinfo and squeue, writes the script and runs sbatch, each call bounded.
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <span>
@@ -90,9 +91,11 @@ std::string merge_active_results(std::string_view job_id, const std::vector<std:
                                  const std::vector<NodeResultFile>& files, std::string_view job_end);
 
 /// Waits until `job_id` has left the queue (squeue lists it no more), polling every `poll`, up to
-/// `timeout`; then cancels it (scancel, bounded) and says so. Returns the job's last state seen
-/// ("COMPLETED" when squeue lost it, or the state it was cancelled in).
+/// `timeout` or until `*stop` is set (Ctrl-C); then cancels it (scancel, bounded) and says so.
+/// Returns the job's last state seen ("COMPLETED" when squeue lost it, or the state it was
+/// cancelled in).
 Result<std::string> wait_for_job(const SubmitOptions& o, std::string_view job_id, std::chrono::seconds timeout,
+                                 const std::atomic<bool>* stop = nullptr,
                                  std::chrono::milliseconds poll = std::chrono::milliseconds(1000));
 
 /// Reads back the per-node result files of `job_id` in `output_dir` (cmax-check-*-JOB-*.out).
