@@ -184,24 +184,25 @@ Result<campaign::Facts> gather_facts(const CampaignFlags& f, const HarnessChoice
     if (seen.insert(node).second) facts.nodes.push_back(node);
     if (state == "idle") facts.idle.push_back(node);
   }
-  // The drill's target: named, or (with --allow-disruptive) a REPLACE_DOWN reservation this user
-  // may use: its spares are the pool, its first node the target. Slurm names that pool, not cmax.
-  if (f.allow_disruptive && (facts.drill_node.empty() || facts.reservation.empty())) {
-    auto r = core::run_process({{"scontrol", "-o", "show", "reservation"}, std::chrono::seconds(10), 1u << 20, slurm_env(f)});
-    if (r && !r->timed_out && r->exit_code == 0) {
-      if (auto list = sched::parse_scontrol_reservations(r->out)) {
-        const char* user = std::getenv("USER");
-        for (const auto& res : *list) {
-          if (!res.has_flag("REPLACE_DOWN") || res.state != "ACTIVE" || res.nodes.empty()) continue;
-          if (!sched::user_may_use(res, user ? user : "root")) continue;
-          if (!facts.reservation.empty() && res.name != facts.reservation) continue;
-          if (facts.reservation.empty()) facts.reservation = res.name;
-          if (facts.drill_node.empty()) facts.drill_node = res.nodes.front();
-          notes.push_back(fmt::format("drill target from Slurm: node {} in reservation {} (REPLACE_DOWN: its spares "
-                                      "replace a drained node)",
-                                      facts.drill_node, facts.reservation));
-          break;
-        }
+  // Reservations: their idle nodes are not free for the active checks' job, and (with
+  // --allow-disruptive) a REPLACE_DOWN one this user may use names the drill's target and spares.
+  auto r = core::run_process({{"scontrol", "-o", "show", "reservation"}, std::chrono::seconds(10), 1u << 20, slurm_env(f)});
+  if (r && !r->timed_out && r->exit_code == 0) {
+    if (auto list = sched::parse_scontrol_reservations(r->out)) {
+      for (const auto& res : *list)
+        if (res.state == "ACTIVE")
+          std::erase_if(facts.idle, [&](const std::string& n) { return res.contains(n); });
+      const char* user = std::getenv("USER");
+      for (const auto& res : *list) {
+        if (!f.allow_disruptive || (!facts.drill_node.empty() && !facts.reservation.empty())) break;
+        if (!res.has_flag("REPLACE_DOWN") || res.state != "ACTIVE" || res.nodes.empty()) continue;
+        if (!sched::user_may_use(res, user ? user : "root")) continue;
+        if (!facts.reservation.empty() && res.name != facts.reservation) continue;
+        if (facts.reservation.empty()) facts.reservation = res.name;
+        if (facts.drill_node.empty()) facts.drill_node = res.nodes.front();
+        notes.push_back(fmt::format("drill target from Slurm: node {} in reservation {} (REPLACE_DOWN: its spares "
+                                    "replace a drained node)",
+                                    facts.drill_node, facts.reservation));
       }
     }
   }

@@ -262,9 +262,19 @@ int submit_checks(const CheckFlags& f) {
 
   auto out = health::submit_active(s);
   if (!out) return fail_env(out.error().message);
+  if (f.wait && !f.dry_run && out->plan.sbatch_argv.empty() && !out->existing.empty()) {
+    // --wait: a cmax-check job of ours still queued (an earlier run's, interrupted) ends first.
+    fmt::print(stderr, "cmax check --submit --wait: {}; waiting for it to end first\n", out->note);
+    for (const auto& id : out->existing)
+      if (auto e = health::wait_for_job(s, id, std::chrono::seconds(f.wait_timeout_s)); !e) return fail_env(e.error().message);
+    out = health::submit_active(s);
+    if (!out) return fail_env(out.error().message);
+  }
   if (out->plan.sbatch_argv.empty()) {
     fmt::print(stderr, "cmax check --submit: {}\n", out->note);
-    return kExitHealthy;
+    // --wait promised a result: nothing to wait for is not a healthy cluster.
+    return f.wait && !f.dry_run ? fail_env("--wait: nothing was submitted, so there are no results: " + out->note)
+                                : kExitHealthy;
   }
   if (f.dry_run) {
     std::string argv;

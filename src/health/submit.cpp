@@ -1,4 +1,5 @@
 #include "health/submit.h"
+#include "sched/slurm_reservation.h"
 #include "core/text_file.h"
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -199,10 +200,23 @@ Result<SubmitOutcome> submit_active(const SubmitOptions& o) {
   auto idle = run_slurm(o, sinfo_argv(o.partition));
   if (!idle) return Unexpected<Error>{idle.error()};
   out.nodes = parse_idle_nodes(*idle);
+  // sinfo calls a node of an active reservation idle; a job outside the reservation waits for it
+  // for ever (ReqNodeNotAvail). Those nodes are not free for a low-priority job: left out.
+  if (auto res = run_slurm(o, {"scontrol", "-o", "show", "reservation"})) {
+    if (auto list = sched::parse_scontrol_reservations(*res)) {
+      std::vector<std::string> held;
+      for (const auto& r : *list)
+        if (r.state == "ACTIVE")
+          for (const auto& n : r.nodes) held.push_back(n);
+      std::erase_if(out.nodes, [&](const std::string& n) { return std::find(held.begin(), held.end(), n) != held.end(); });
+      out.held_by_reservations = held.size();
+    }
+  }
   if (o.max_nodes > 0 && out.nodes.size() > o.max_nodes) out.nodes.resize(o.max_nodes);
   if (out.nodes.empty()) {
     out.note = o.partition.empty() ? "no idle node: nothing submitted"
                                    : fmt::format("no idle node in partition {}: nothing submitted", o.partition);
+    if (out.held_by_reservations > 0) out.note += " (idle nodes in active reservations are left out)";
     return out;
   }
   if (!o.force) {

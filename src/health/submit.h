@@ -69,7 +69,8 @@ std::chrono::minutes job_time_limit(std::size_t checks, std::chrono::millisecond
 struct SubmitOutcome {
   bool submitted = false;
   std::string job_id;                  ///< when submitted
-  std::vector<std::string> nodes;      ///< idle nodes chosen
+  std::vector<std::string> nodes;      ///< idle nodes chosen (not those of an active reservation)
+  std::size_t held_by_reservations = 0;  ///< nodes of active reservations, left out
   std::vector<std::string> existing;   ///< pending or running cmax-check jobs found (not forced)
   SubmitPlan plan;                     ///< empty when there was nothing to submit
   std::string note;                    ///< why nothing was submitted, for the operator
@@ -101,7 +102,7 @@ Result<std::string> wait_for_job(const SubmitOptions& o, std::string_view job_id
 /// Reads back the per-node result files of `job_id` in `output_dir` (cmax-check-*-JOB-*.out).
 std::vector<NodeResultFile> read_node_results(const std::string& output_dir, std::string_view job_id);
 
-/// Lists idle nodes, refuses when a cmax-check job of this user is pending or running (unless
+/// Lists idle nodes (leaving out those of active reservations), refuses when a cmax-check job of this user is pending or running (unless
 /// force), then writes the script and runs sbatch (unless dry_run). Errors: a Slurm command that
 /// fails or times out, an output directory that cannot be written.
 Result<SubmitOutcome> submit_active(const SubmitOptions& o);
