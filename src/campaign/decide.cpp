@@ -135,11 +135,15 @@ Decision decide_one(const StageSpec& s, const Facts& f) {
         skip(d, "a fault drill needs a scheduler to drain and replace the node (no Slurm or Kubernetes here)", "");
         break;
       }
-      if (!f.allow_disruptive || f.drill_node.empty() || (f.reservation.empty() && f.partition.empty())) {
+      // On Slurm the spares are named too (a reservation or a partition the replacement joins); on
+      // Kubernetes the drill watches the workload's pods move, so the node is the whole target.
+      if (!f.allow_disruptive || f.drill_node.empty() ||
+          (f.harness == "slurm" && f.reservation.empty() && f.partition.empty())) {
         std::vector<std::string> missing;
         if (!f.allow_disruptive) missing.push_back("--allow-disruptive");
         if (f.drill_node.empty()) missing.push_back("--drill-node NODE");
-        if (f.reservation.empty() && f.partition.empty()) missing.push_back("--reservation NAME (its spares replace the node)");
+        if (f.harness == "slurm" && f.reservation.empty() && f.partition.empty())
+          missing.push_back("--drill-reservation NAME (its spares replace the node)");
         skip(d, "disruptive: it injects a GPU fault and drains a node, so it runs only when asked with a named target",
              fmt::format("add {}", fmt::join(missing, " ")));
         break;
@@ -148,8 +152,10 @@ Decision decide_one(const StageSpec& s, const Facts& f) {
       d.cleanup_argv = {f.cmax, "drill", "cleanup", "--run", f.out, "--yes"};
       if (f.harness == "kubernetes") d.argv.insert(d.argv.end(), {"--scheduler", "kubernetes"});
       if (!f.reservation.empty()) d.argv.insert(d.argv.end(), {"--reservation", f.reservation});
-      else d.argv.insert(d.argv.end(), {"--partition", f.partition});
-      d.targets = fmt::format("{} (spares: {})", f.drill_node, f.reservation.empty() ? f.partition : f.reservation);
+      else if (!f.partition.empty()) d.argv.insert(d.argv.end(), {"--partition", f.partition});
+      d.targets = f.reservation.empty() && f.partition.empty()
+                      ? f.drill_node
+                      : fmt::format("{} (spares: {})", f.drill_node, f.reservation.empty() ? f.partition : f.reservation);
       d.reason = "detection, drain and replacement of a node with an injected fault, then cleanup";
       d.documents = {"drill.json"};
       break;

@@ -314,3 +314,48 @@ TEST_F(Campaign, ANodeWhoseSlurmdDiesIsNotAnsweringAndTheOtherStagesFinish) {
 }
 
 }  // namespace
+
+namespace {
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+// The plan's own cost (facts from sinfo and scontrol, decisions, campaign.json after every stage,
+// logs, progress) beside the anchor: the same stage commands run one after another by hand. Read
+// by bench/campaign_overhead.sh into docs/PERFORMANCE.md.
+TEST_F(Campaign, ThePlansOwnOverheadIsUnderOneSecond) {
+  std::vector<double> campaign_s, direct_s, dry_s;
+  for (int i = 0; i < 3; ++i) {
+    const fs::path d = cluster_->dir() / ("overhead-" + std::to_string(i));
+    auto dry = run(cmax({"run", "--plan", "quick", "--out", d.string(), "--dry-run"}), env_, 60s);
+    ASSERT_EQ(dry.code, 0) << dry.err;
+    dry_s.push_back(dry.seconds);
+    auto r = run(cmax({"run", "--plan", "quick", "--out", d.string()}), env_, 300s);
+    ASSERT_TRUE(r.code == 0 || r.code == 1) << r.out << r.err;
+    campaign_s.push_back(r.seconds);
+    // The anchor: the children's commands as campaign.json recorded them, then score and report.
+    const json c = read_json(d / "campaign.json");
+    const fs::path by_hand = cluster_->dir() / ("by-hand-" + std::to_string(i));
+    const auto t0 = std::chrono::steady_clock::now();
+    for (const auto& s : c["stages"]) {
+      if (!s["run"].get<bool>() || s["in_process"].get<bool>()) continue;
+      std::vector<std::string> argv = s["argv"];
+      for (auto& a : argv)
+        if (a == d.string()) a = by_hand.string();
+      run(argv, env_, 300s);
+    }
+    run(cmax({"score", by_hand.string()}), env_, 60s);
+    run(cmax({"report", by_hand.string()}), env_, 60s);
+    direct_s.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  const double overhead = median(campaign_s) - median(direct_s);
+  std::printf("[ measure  ] cmax run --plan quick on 6 nodes: median %.3f s; the same commands by hand: %.3f s; "
+              "ratio %.2f; the plan's own overhead %.3f s; --dry-run (facts + decisions) %.3f s\n",
+              median(campaign_s), median(direct_s), median(campaign_s) / median(direct_s), overhead, median(dry_s));
+  EXPECT_LT(overhead, 1.0);
+  EXPECT_LT(median(dry_s), 1.0);
+}
+
+}  // namespace
