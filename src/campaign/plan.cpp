@@ -61,8 +61,23 @@ bool parse_kind(std::string_view name, Kind* out) {
   return false;
 }
 
+namespace {
+Result<Plan> parse_plan_doc(const json& doc, std::string_view origin);
+}  // namespace
+
 Result<Plan> parse_plan(std::string_view text, std::string_view origin) {
   json doc = json::parse(text, nullptr, false);
+  // A field of the wrong type (a "schema" that is an array, say) is an error that says so, never
+  // an exception that loses the run.
+  try {
+    return parse_plan_doc(doc, origin);
+  } catch (const json::exception& e) {
+    return fail("read plan {}: a field has the wrong type ({}); docs/plan.md lists each field's", origin, e.what());
+  }
+}
+
+namespace {
+Result<Plan> parse_plan_doc(const json& doc, std::string_view origin) {
   if (doc.is_discarded() || !doc.is_object())
     return fail("read plan {}: not a JSON object; a plan is {{\"schema\": \"cmax.plan/1\", \"stages\": [...]}} "
                 "(docs/plan.md)",
@@ -118,6 +133,7 @@ Result<Plan> parse_plan(std::string_view text, std::string_view origin) {
   }
   return p;
 }
+}  // namespace
 
 Result<Plan> load_plan(std::string_view name_or_path) {
   const std::pair<std::string_view, const char*> presets[] = {

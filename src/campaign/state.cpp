@@ -102,7 +102,7 @@ std::string campaign_to_json(const Campaign& c) {
 
 Result<Campaign> campaign_from_json(std::string_view text, std::string_view origin) {
   auto doc = nlohmann::json::parse(text, nullptr, false);
-  if (doc.is_discarded() || !doc.is_object() || doc.value("schema", "") != "cmax.campaign/1")
+  if (doc.is_discarded() || !doc.is_object() || !doc.contains("schema") || doc["schema"] != "cmax.campaign/1")
     return fail("read {}: not a cmax.campaign/1 document (is this a cmax run directory?)", origin);
   try {
     Campaign c;
