@@ -85,12 +85,9 @@ class RaterRun : public ::testing::Test {
  protected:
   void SetUp() override {
     if (auto why = SlurmCluster::unavailable()) GTEST_SKIP() << "no Slurm test cluster here: " << *why;
-    auto c = SlurmCluster::start({.nodes = 4, .spares = 2});
+    auto c = SlurmCluster::start_trial();
     ASSERT_TRUE(c) << c.error().message;
     cluster_ = std::move(*c);
-    auto r = cluster_->scontrol({"create", "reservation", "ReservationName=train", "StartTime=now", "Duration=600",
-                                 "Users=root", "NodeCnt=4", "Flags=REPLACE_DOWN"});
-    ASSERT_TRUE(r && r->exit_code == 0) << (r ? r->out + r->err : r.error().message);
     ASSERT_EQ(reservation_nodes(), "n[1-4]");
     // As the rater had it: SLURM_CONF exported, no --slurm-conf anywhere.
     env_ = {"SLURM_CONF=" + cluster_->conf_path()};

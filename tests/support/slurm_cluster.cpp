@@ -97,6 +97,16 @@ std::optional<std::string> SlurmCluster::unavailable() {
   return std::nullopt;
 }
 
+Result<std::unique_ptr<SlurmCluster>> SlurmCluster::start_trial() {
+  auto c = start({.nodes = 4, .spares = 2});
+  if (!c) return c;
+  auto r = (*c)->scontrol({"create", "reservation", "ReservationName=train", "StartTime=now", "Duration=600",
+                           "Users=root", "NodeCnt=4", "Flags=REPLACE_DOWN"});
+  if (!r) return Unexpected<Error>{r.error()};
+  if (r->exit_code != 0) return fail("scontrol create reservation train: {}{}", r->out, r->err);
+  return c;
+}
+
 Result<std::unique_ptr<SlurmCluster>> SlurmCluster::start(SlurmClusterOptions options) {
   if (auto why = unavailable()) return fail("start Slurm cluster: {}", *why);
   if (auto m = ensure_munged(); !m) return fail("start Slurm cluster: {}", m.error().message);

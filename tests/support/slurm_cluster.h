@@ -37,6 +37,9 @@ class SlurmCluster {
   /// Starts munged if needed, then the cluster, and waits until every node is idle. Retries on
   /// other ports when a daemon dies at start (a port taken by a test running beside this one).
   static Result<std::unique_ptr<SlurmCluster>> start(SlurmClusterOptions options = {});
+  /// A rater's trial cluster: n1-n4 in an active REPLACE_DOWN reservation "train" (Users=root,
+  /// 600 s) and two idle spares beside it.
+  static Result<std::unique_ptr<SlurmCluster>> start_trial();
 
   SlurmCluster(const SlurmCluster&) = delete;
   SlurmCluster& operator=(const SlurmCluster&) = delete;
