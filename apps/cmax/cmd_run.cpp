@@ -385,8 +385,9 @@ Runner setup_run(CLI::App& sub) {
   sub.add_option("--plan", s->campaign.plan, "quick, standard (default), full, or a cmax.plan/1 file (docs/plan.md)")
       ->group(camp);
   sub.add_option("--budget", s->campaign.budget,
-                 "Fit the plan into this much time (90m, 2h, 3600): budgets shrink together, a stage whose share is\n"
-                 "under its min_s is skipped")
+                 "Fit the plan into this much time (90m, 2h, 3600): each stage gets its min_s, the rest is shared in\n"
+                 "proportion; when the minimums do not fit, the last stages are skipped. With --json, cmax run prints\n"
+                 "campaign.json (docs/schemas/campaign.md) at the end; with --stage audit, the audit's cmax.audit/1")
       ->group(camp);
   sub.add_flag("--allow-disruptive", s->campaign.allow_disruptive,
                "Run the disruptive stages (the fault drill) on their named targets: --drill-node and\n"
