@@ -260,16 +260,19 @@ int submit_checks(const CheckFlags& f) {
                      ? std::chrono::minutes(f.job_time_min)
                      : health::job_time_limit(checks, o->check_timeout, gpu ? o->gpu.timeout : std::chrono::milliseconds(0));
 
+  if (f.wait && !f.dry_run && !f.force) {
+    // --wait: a cmax-check job of ours still in the queue (an earlier, interrupted run's; also one
+    // still completing, whose nodes are not idle yet) ends first, then ours is submitted.
+    auto queued = health::queued_check_jobs(s);
+    if (!queued) return fail_env(queued.error().message);
+    for (const auto& id : *queued) {
+      fmt::print(stderr, "cmax check --submit --wait: job {} ({}) of yours is still queued; waiting for it to end first\n",
+                 id, health::kSubmitJobName);
+      if (auto e = health::wait_for_job(s, id, std::chrono::seconds(f.wait_timeout_s)); !e) return fail_env(e.error().message);
+    }
+  }
   auto out = health::submit_active(s);
   if (!out) return fail_env(out.error().message);
-  if (f.wait && !f.dry_run && out->plan.sbatch_argv.empty() && !out->existing.empty()) {
-    // --wait: a cmax-check job of ours still queued (an earlier run's, interrupted) ends first.
-    fmt::print(stderr, "cmax check --submit --wait: {}; waiting for it to end first\n", out->note);
-    for (const auto& id : out->existing)
-      if (auto e = health::wait_for_job(s, id, std::chrono::seconds(f.wait_timeout_s)); !e) return fail_env(e.error().message);
-    out = health::submit_active(s);
-    if (!out) return fail_env(out.error().message);
-  }
   if (out->plan.sbatch_argv.empty()) {
     fmt::print(stderr, "cmax check --submit: {}\n", out->note);
     // --wait promised a result: nothing to wait for is not a healthy cluster.

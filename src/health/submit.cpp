@@ -354,6 +354,12 @@ Result<std::string> wait_for_job(const SubmitOptions& o, std::string_view job_id
   }
 }
 
+Result<std::vector<std::string>> queued_check_jobs(const SubmitOptions& o) {
+  auto out = run_slurm(o, {"squeue", "-h", "--user=" + current_user(), "--name=" + std::string(kSubmitJobName), "-o", "%i"});
+  if (!out) return Unexpected<Error>{out.error()};
+  return parse_job_ids(*out);
+}
+
 std::vector<NodeResultFile> read_node_results(const std::string& output_dir, std::string_view job_id) {
   std::vector<NodeResultFile> out;
   std::error_code ec;

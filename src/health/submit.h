@@ -99,6 +99,10 @@ Result<std::string> wait_for_job(const SubmitOptions& o, std::string_view job_id
                                  const std::atomic<bool>* stop = nullptr,
                                  std::chrono::milliseconds poll = std::chrono::milliseconds(1000));
 
+/// This user's cmax-check jobs still in the queue in any state squeue lists (pending, running,
+/// completing: a cancelled job's nodes are busy until it has left). For --wait, before submitting.
+Result<std::vector<std::string>> queued_check_jobs(const SubmitOptions& o);
+
 /// Reads back the per-node result files of `job_id` in `output_dir` (cmax-check-*-JOB-*.out).
 std::vector<NodeResultFile> read_node_results(const std::string& output_dir, std::string_view job_id);
 
