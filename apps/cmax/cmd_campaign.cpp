@@ -24,6 +24,7 @@
 #include "campaign/state.h"
 #include "core/clock.h"
 #include "core/process.h"
+#include "nccl/collbench_path.h"
 #include "report/run_dir.h"
 #include "sched/slurm_reservation.h"
 #include "score/evidence.h"
@@ -104,12 +105,6 @@ std::string clock_text(double s) {
   return t >= 3600 ? fmt::format("{}:{:02}:{:02}", t / 3600, t / 60 % 60, t % 60) : fmt::format("{}:{:02}", t / 60, t % 60);
 }
 
-std::string self_exe() {
-  std::error_code ec;
-  auto p = fs::read_symlink("/proc/self/exe", ec);
-  return ec ? std::string("cmax") : p.string();
-}
-
 std::vector<std::string> slurm_env(const CampaignFlags& f) {
   if (f.slurm_conf.empty()) return {};
   return {"SLURM_CONF=" + f.slurm_conf};
@@ -121,7 +116,7 @@ Result<campaign::Facts> gather_facts(const CampaignFlags& f, const HarnessChoice
   campaign::Facts facts;
   facts.harness = h.harness;
   facts.harness_why = h.why;
-  facts.cmax = self_exe();
+  facts.cmax = core::self_executable().value_or("cmax");
   facts.out = dir;
   facts.endpoint = f.endpoint;
   facts.contract = f.contract.empty() ? "" : fs::absolute(f.contract).string();
@@ -148,14 +143,7 @@ Result<campaign::Facts> gather_facts(const CampaignFlags& f, const HarnessChoice
   } else if (auto p = core::find_program("all_reduce_perf")) {
     facts.nccl_tests_dir = fs::path(*p).parent_path().string();
   } else if (core::find_program("mpirun")) {
-    const fs::path beside = fs::path(facts.cmax).parent_path();
-    for (const auto& c : {beside / "cmax-collbench", beside / ".." / "cmax-collbench" / "cmax-collbench"})
-      if (::access(c.c_str(), X_OK) == 0) {
-        facts.collbench = fs::weakly_canonical(c, ec).string();
-        break;
-      }
-    if (facts.collbench.empty())
-      if (auto p = core::find_program("cmax-collbench")) facts.collbench = *p;
+    if (auto p = nccl::find_collbench()) facts.collbench = *p;
   }
   if (h.harness != "slurm") {
     char host[256] = {0};
@@ -189,9 +177,7 @@ Result<campaign::Facts> gather_facts(const CampaignFlags& f, const HarnessChoice
   auto r = core::run_process({{"scontrol", "-o", "show", "reservation"}, std::chrono::seconds(10), 1u << 20, slurm_env(f)});
   if (r && !r->timed_out && r->exit_code == 0) {
     if (auto list = sched::parse_scontrol_reservations(r->out)) {
-      for (const auto& res : *list)
-        if (res.state == "ACTIVE")
-          std::erase_if(facts.idle, [&](const std::string& n) { return res.contains(n); });
+      sched::drop_reserved_nodes(facts.idle, *list);
       const char* user = std::getenv("USER");
       for (const auto& res : *list) {
         if (!f.allow_disruptive || (!facts.drill_node.empty() && !facts.reservation.empty())) break;
@@ -237,10 +223,11 @@ campaign::StageRun run_score(const std::string& dir, std::string* card) {
 campaign::StageRun run_report(const std::string& dir, std::string* line) {
   campaign::StageRun r;
   const auto t0 = std::chrono::steady_clock::now();
-  *line = write_run_report(dir);
-  r.status = line->rfind("warning:", 0) == 0 ? Status::failed : Status::done;
-  if (r.status == Status::failed) r.error = *line;
-  r.exit_code = r.status == Status::done ? 0 : -1;
+  auto written = try_write_run_report(dir);
+  r.status = written ? Status::done : Status::failed;
+  if (written) *line = *written;
+  else r.error = "no report written: " + written.error().message;
+  r.exit_code = written ? 0 : -1;
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;
 }
@@ -363,11 +350,10 @@ int run_campaign(const CampaignFlags& f, const HarnessChoice& h) {
     ++c->resumes;
     c->interrupted = false;
     c->finished_at.clear();
+    // What did not finish runs again; score and report describe the whole run, so they always do.
     for (auto& st : c->stages)
-      if (st.status != Status::done && st.status != Status::skipped) st.status = Status::pending;
-    // score and report describe the whole run: always again.
-    for (auto& st : c->stages)
-      if (st.decision.in_process && st.status == Status::done) st.status = Status::pending;
+      if (st.status != Status::skipped && (st.status != Status::done || st.decision.in_process))
+        st.status = Status::pending;
     fmt::print(stderr, "cmax run --resume {}: plan {}; ", f.resume, c->plan_name);
     std::vector<std::string> todo;
     for (const auto& st : c->stages)

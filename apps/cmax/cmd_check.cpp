@@ -200,10 +200,10 @@ int run_active_checks(const CheckFlags& f) {
     j["counts"] = std::move(c);
     j["results"] = nlohmann::ordered_json::array();
     for (const auto& r : *results) j["results"].push_back(health::to_json(r));
+    const std::string doc = j.dump(2) + "\n";
     if (!f.out.empty())
-      if (auto w = report::write_stage_document(f.out, "check-active.json", j.dump(2) + "\n"); !w)
-        return fail_env(w.error().message);
-    if (f.json) fmt::print("{}\n", j.dump(2));
+      if (auto w = report::write_stage_document(f.out, "check-active.json", doc); !w) return fail_env(w.error().message);
+    if (f.json) fmt::print("{}", doc);
   }
   if (!f.json) {
     print_active_table(f, *t, *results);
@@ -300,12 +300,12 @@ int submit_checks(const CheckFlags& f) {
   ::sigaction(SIGTERM, &sa, nullptr);
   auto end = health::wait_for_job(s, out->job_id, std::chrono::seconds(f.wait_timeout_s), &stop);
   if (!end) return fail_env(end.error().message);
-  const std::string merged =
+  const auto merged =
       health::merge_active_results(out->job_id, out->nodes, health::read_node_results(s.output_dir, out->job_id), *end);
   const std::string dir = f.out.empty() ? s.output_dir : f.out;
-  auto w = report::write_stage_document(dir, "check-active.json", merged);
+  auto w = report::write_stage_document(dir, "check-active.json", merged.document);
   if (!w) return fail_env(w.error().message);
-  const bool healthy = nlohmann::json::parse(merged).value("healthy", false);
+  const bool healthy = merged.healthy;
   fmt::print(stderr, "cmax check --submit: job {} ended ({}); {}: {}\n", out->job_id, *end, *w,
              healthy ? "every node reported, no active check failed" : "a check failed or a node did not report");
   return healthy ? kExitHealthy : kExitUnhealthy;

@@ -27,6 +27,7 @@
 #include "core/text_file.h"
 #include "nccl/analyze.h"
 #include "nccl/chart.h"
+#include "nccl/collbench_path.h"
 #include "nccl/parse.h"
 #include "nccl/recipe.h"
 #include "nccl/reference.h"
@@ -385,16 +386,7 @@ int run_sweep(const NcclFlags& f) {
   o.collbench = f.collbench;
   if (o.tests_dir.empty() && o.collbench.empty()) {
     // cmax-collbench next to this binary, else on PATH.
-    char self[4096] = {0};
-    ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
-    fs::path beside = n > 0 ? fs::path(std::string(self, static_cast<std::size_t>(n))).parent_path() : fs::path();
-    for (const auto& candidate : {beside / "cmax-collbench", beside / ".." / "cmax-collbench" / "cmax-collbench"})
-      if (!beside.empty() && ::access(candidate.c_str(), X_OK) == 0) {
-        o.collbench = fs::weakly_canonical(candidate).string();
-        break;
-      }
-    if (o.collbench.empty())
-      if (auto p = core::find_program("cmax-collbench")) o.collbench = *p;
+    if (auto p = nccl::find_collbench()) o.collbench = *p;
     if (o.collbench.empty())
       return fmt::print(stderr, "cmax nccl sweep: give --tests-dir (nccl-tests' build directory) or --collbench PATH\n"),
              kExitUsage;

@@ -176,11 +176,7 @@ int run_standalone(const RunState& s, const std::string& dir, const std::string&
   return code;
 }
 
-std::string self_path() {
-  std::error_code ec;
-  auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
-  return ec ? std::string("cmax") : p.string();
-}
+std::string self_path() { return core::self_executable().value_or("cmax"); }
 
 // Merges the nodes' answers, writes the run directory and prints the table and scorecard.
 int finish_cluster(const RunState& s, const std::string& dir, const std::string& why, const std::string& harness,

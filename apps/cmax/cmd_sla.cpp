@@ -179,15 +179,16 @@ int run_sla(SlaFlags f) {
       info.drills.push_back(d);
   const sla::SlaReport report = sla::compute_sla(std::move(*events), *contract, *window, as_of);
   // Written as is: fmt::print would copy tens of MB into a growing buffer first.
+  // The JSON once, for the run directory and for stdout alike.
+  const std::string json = f.json || !f.out.empty() ? sla::render_json(report, *contract, *window, info) : "";
   if (!f.out.empty()) {
-    auto w = report::write_stage_document(f.out, "sla.json", sla::render_json(report, *contract, *window, info));
+    auto w = report::write_stage_document(f.out, "sla.json", json);
     if (!w) {
       fmt::print(stderr, "cmax sla: {}\n", w.error().message);
       return kExitUsage;
     }
   }
-  const std::string out = f.json ? sla::render_json(report, *contract, *window, info)
-                                 : sla::render_table(report, *contract, *window, info, f.max_rows);
+  const std::string out = f.json ? json : sla::render_table(report, *contract, *window, info, f.max_rows);
   std::fwrite(out.data(), 1, out.size(), stdout);
   return report.credit_total > 0 || !report.cancellations.empty() ? kExitOwed : kExitOk;
 }

@@ -1,9 +1,10 @@
 #include "campaign/decide.h"
 
 #include <algorithm>
-#include <charconv>
 
 #include <fmt/format.h>
+
+#include "core/strings.h"
 
 namespace cmax::campaign {
 namespace {
@@ -17,10 +18,7 @@ void fit_node_counts(std::vector<std::string>& args, std::size_t nodes) {
     while (!list.empty()) {
       auto comma = list.find(',');
       std::string_view item = list.substr(0, comma);
-      int n = 0;
-      auto [p, ec] = std::from_chars(item.data(), item.data() + item.size(), n);
-      if (ec == std::errc() && p == item.data() + item.size() && n >= 1 && static_cast<std::size_t>(n) <= nodes)
-        kept += (kept.empty() ? "" : ",") + std::string(item);
+      if (auto n = core::parse_uint(item); n && *n >= 1 && *n <= nodes) kept += (kept.empty() ? "" : ",") + std::string(item);
       if (comma == std::string_view::npos) break;
       list.remove_prefix(comma + 1);
     }

@@ -150,19 +150,7 @@ Result<Campaign> campaign_from_json(std::string_view text, std::string_view orig
 }
 
 Result<void> save_campaign(const Campaign& c, const std::string& dir) {
-  const auto path = std::filesystem::path(dir) / kCampaignFile;
-  const auto tmp = std::filesystem::path(dir) / ".campaign.json.tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) return fail("write {}: cannot open for writing", tmp.string());
-    out << campaign_to_json(c);
-    out.flush();
-    if (!out) return fail("write {}: write failed (disk full?)", tmp.string());
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) return fail("write {}: {}", path.string(), ec.message());
-  return {};
+  return core::write_text_file_atomic((std::filesystem::path(dir) / kCampaignFile).string(), campaign_to_json(c));
 }
 
 Result<Campaign> load_campaign(const std::string& dir) {

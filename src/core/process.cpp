@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <utility>
 
 #include "core/unique_fd.h"
@@ -34,6 +35,13 @@ Result<Pipe> make_pipe() {
 }
 
 }  // namespace
+
+std::optional<std::string> self_executable() {
+  std::error_code ec;
+  auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return std::nullopt;
+  return p.string();
+}
 
 std::optional<std::string> find_program(std::string_view name, std::optional<std::string_view> path_env) {
   if (name.find('/') != std::string_view::npos) {

@@ -71,6 +71,9 @@ class Child {
   UniqueFd out_, err_;
 };
 
+/// The absolute path of this program (/proc/self/exe), or nullopt when it cannot be read.
+std::optional<std::string> self_executable();
+
 /// The absolute path of `name` on PATH (or `path_env` when given), or nullopt.
 std::optional<std::string> find_program(std::string_view name,
                                         std::optional<std::string_view> path_env = std::nullopt);

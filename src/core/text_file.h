@@ -17,4 +17,9 @@ namespace cmax::core {
 Result<std::string> read_text_file(const std::string& path, std::size_t max_bytes,
                                    std::string_view too_large_hint = {});
 
+/// Writes `text` to `path` through a temporary file beside it (PATH.tmp.PID) renamed over it, so a
+/// reader never sees half a file and a crash leaves the old one. The temporary file is removed on
+/// failure; errors name the file and what failed.
+Result<void> write_text_file_atomic(const std::string& path, std::string_view text);
+
 }  // namespace cmax::core

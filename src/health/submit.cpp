@@ -1,10 +1,4 @@
 #include "health/submit.h"
-#include "sched/slurm_reservation.h"
-#include "core/text_file.h"
-#include <nlohmann/json.hpp>
-#include <thread>
-#include <map>
-#include <set>
 
 #include <pwd.h>
 #include <unistd.h>
@@ -15,10 +9,16 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <set>
+#include <thread>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "core/process.h"
+#include "core/text_file.h"
+#include "sched/slurm_reservation.h"
 
 namespace cmax::health {
 namespace {
@@ -203,14 +203,7 @@ Result<SubmitOutcome> submit_active(const SubmitOptions& o) {
   // sinfo calls a node of an active reservation idle; a job outside the reservation waits for it
   // for ever (ReqNodeNotAvail). Those nodes are not free for a low-priority job: left out.
   if (auto res = run_slurm(o, {"scontrol", "-o", "show", "reservation"})) {
-    if (auto list = sched::parse_scontrol_reservations(*res)) {
-      std::vector<std::string> held;
-      for (const auto& r : *list)
-        if (r.state == "ACTIVE")
-          for (const auto& n : r.nodes) held.push_back(n);
-      std::erase_if(out.nodes, [&](const std::string& n) { return std::find(held.begin(), held.end(), n) != held.end(); });
-      out.held_by_reservations = held.size();
-    }
+    if (auto list = sched::parse_scontrol_reservations(*res)) out.held_by_reservations = sched::drop_reserved_nodes(out.nodes, *list);
   }
   if (o.max_nodes > 0 && out.nodes.size() > o.max_nodes) out.nodes.resize(o.max_nodes);
   if (out.nodes.empty()) {
@@ -266,8 +259,8 @@ Result<SubmitOutcome> submit_active(const SubmitOptions& o) {
 
 namespace cmax::health {
 
-std::string merge_active_results(std::string_view job_id, const std::vector<std::string>& nodes,
-                                 const std::vector<NodeResultFile>& files, std::string_view job_end) {
+MergedResults merge_active_results(std::string_view job_id, const std::vector<std::string>& nodes,
+                                   const std::vector<NodeResultFile>& files, std::string_view job_end) {
   using ojson = nlohmann::ordered_json;
   ojson doc{{"schema", "cmax.check.active/1"}, {"job", std::string(job_id)}, {"job_end", std::string(job_end)}};
   ojson node_list = ojson::array(), results = ojson::array();
@@ -319,7 +312,7 @@ std::string merge_active_results(std::string_view job_id, const std::vector<std:
   for (const auto& [k, v] : counts) c[k] = v;
   doc["counts"] = std::move(c);
   doc["results"] = std::move(results);
-  return doc.dump(2) + "\n";
+  return {doc.dump(2) + "\n", healthy};
 }
 
 Result<std::string> wait_for_job(const SubmitOptions& o, std::string_view job_id, std::chrono::seconds timeout,

@@ -70,7 +70,7 @@ struct SubmitOutcome {
   bool submitted = false;
   std::string job_id;                  ///< when submitted
   std::vector<std::string> nodes;      ///< idle nodes chosen (not those of an active reservation)
-  std::size_t held_by_reservations = 0;  ///< nodes of active reservations, left out
+  std::size_t held_by_reservations = 0;  ///< idle nodes left out: an active reservation holds them
   std::vector<std::string> existing;   ///< pending or running cmax-check jobs found (not forced)
   SubmitPlan plan;                     ///< empty when there was nothing to submit
   std::string note;                    ///< why nothing was submitted, for the operator
@@ -88,8 +88,12 @@ struct NodeResultFile {
 /// entry each, and for every node of `nodes` with no readable result an `unverified` result saying
 /// so (a check that did not report never passes). `healthy` only when no result failed and every
 /// node reported. Pure.
-std::string merge_active_results(std::string_view job_id, const std::vector<std::string>& nodes,
-                                 const std::vector<NodeResultFile>& files, std::string_view job_end);
+struct MergedResults {
+  std::string document;  ///< check-active.json's text
+  bool healthy = false;  ///< the document's `healthy`
+};
+MergedResults merge_active_results(std::string_view job_id, const std::vector<std::string>& nodes,
+                                   const std::vector<NodeResultFile>& files, std::string_view job_end);
 
 /// Waits until `job_id` has left the queue (squeue lists it no more), polling every `poll`, up to
 /// `timeout` or until `*stop` is set (Ctrl-C); then cancels it (scancel, bounded) and says so.

@@ -11,31 +11,13 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/text_file.h"
+
 namespace cmax::html {
 namespace {
 
 namespace fs = std::filesystem;
 
-Result<void> write_atomically(const std::string& path, std::string_view text) {
-  const std::string tmp = fmt::format("{}.tmp.{}", path, ::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) return fail("write {}: cannot create the file (does the directory exist and is it writable?)", tmp);
-    out.write(text.data(), static_cast<std::streamsize>(text.size()));
-    out.close();
-    if (!out) {
-      std::remove(tmp.c_str());
-      return fail("write {}: failed (disk full?)", tmp);
-    }
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) {
-    std::remove(tmp.c_str());
-    return fail("rename {} to {}: {}", tmp, path, ec.message());
-  }
-  return ok();
-}
 
 std::vector<std::string> sections_of(const RunReport& r) {
   std::vector<std::string> s{"scorecard", "findings"};
@@ -61,7 +43,7 @@ Result<Written> write_report(const std::vector<std::string>& dirs, const score::
   }
   if (out.empty()) out = dirs.size() == 1 ? (fs::path(dirs[0]) / kReportFile).string() : "cmax-report.html";
   Page page = render_page(w.runs, rubric, meta);
-  if (auto wr = write_atomically(out, page.html); !wr) return fail("{}", wr.error().message);
+  if (auto wr = core::write_text_file_atomic(out, page.html); !wr) return fail("{}", wr.error().message);
   w.path = out;
   w.bytes = page.html.size();
   w.charts = std::move(page.charts);

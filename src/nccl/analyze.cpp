@@ -307,6 +307,9 @@ std::string size_text(std::uint64_t bytes) {
 
 std::string_view placement_name(bool out) { return out ? "out_of_place" : "in_place"; }
 
+// The larger placement's busbw at a size (out-of-place alone when in-place was not measured).
+double larger(const SizeRow& r) { return std::max(r.out, r.in.value_or(0)); }
+
 enum class State { kOk, kLow, kDisagree };
 
 struct Judged {
@@ -459,8 +462,7 @@ void mark_local_dips(const std::vector<SizeRow>& rows, const Fit& fit, std::vect
   auto in_zone = [&](std::size_t k) { return rows[k].size >= kKinkLowBytes && rows[k].size <= kKinkHighBytes; };
   // e of one placement (out, in, or the larger of the two) at row k; NaN when not measured.
   auto e_of = [&](std::size_t k, int which) {
-    double v = which == 0 ? rows[k].out : which == 1 ? rows[k].in.value_or(0)
-                                                     : std::max(rows[k].out, rows[k].in.value_or(0));
+    double v = which == 0 ? rows[k].out : which == 1 ? rows[k].in.value_or(0) : larger(rows[k]);
     double f = fitted(k);
     return v > 0 && f > 0 ? std::log(v / f) : std::numeric_limits<double>::quiet_NaN();
   };
@@ -489,14 +491,13 @@ void mark_local_dips(const std::vector<SizeRow>& rows, const Fit& fit, std::vect
     if (rows[k].in && !(residual(k, 1) < -thr / 2)) continue;
     // Still rising over the smaller size: a switch that comes late (TCPXO at 16 MiB, a
     // latency-bound edge), not a fall; busbw never falls as size grows on a healthy run.
-    if (std::max(rows[k].out, rows[k].in.value_or(0)) > std::max(rows[k - 1].out, rows[k - 1].in.value_or(0)))
-      continue;
+    if (larger(rows[k]) > larger(rows[k - 1])) continue;
     // Where the neighbours put it: their busbw, interpolated the same way.
-    const double expected = std::max(rows[k].out, rows[k].in.value_or(0)) * std::exp(-residual(k, 2));
+    const double expected = larger(rows[k]) * std::exp(-residual(k, 2));
     Judged j;
     j.state = State::kLow;
     j.placement = rows[k].in ? "both" : "out_of_place";
-    j.measured = std::max(rows[k].out, rows[k].in.value_or(0));  // both are at most this
+    j.measured = larger(rows[k]);  // both are at most this
     j.expected = expected;
     j.from_fit = true;
     j.local = true;
@@ -522,7 +523,7 @@ void find_falls(const std::vector<SizeRow>& rows, const Fit& fit, int nodes, std
   }
   // Twins: a size next to a low one with the same busbw (within 1%), itself under the fit by half
   // the threshold, is low too. Two sizes with one value get one verdict, not one each.
-  auto value = [&](std::size_t k) { return std::max(rows[k].out, rows[k].in.value_or(0)); };
+  auto value = [&](std::size_t k) { return larger(rows[k]); };
   for (bool changed = true; changed;) {
     changed = false;
     for (std::size_t k = 0; k < rows.size(); ++k) {
@@ -544,8 +545,8 @@ void find_falls(const std::vector<SizeRow>& rows, const Fit& fit, int nodes, std
   // before it: it is a dip only if it is slow against the size after it too, i.e. it takes longer
   // per operation than that larger size (busbw below next * size / next size).
   if (rows.size() > 1 && judged[0].state == State::kLow) {
-    const double first = std::max(rows[0].out, rows[0].in.value_or(0));
-    const double second = std::max(rows[1].out, rows[1].in.value_or(0));
+    const double first = larger(rows[0]);
+    const double second = larger(rows[1]);
     if (first >= second * static_cast<double>(rows[0].size) / static_cast<double>(rows[1].size))
       judged[0].state = State::kOk;
   }

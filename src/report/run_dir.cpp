@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "core/text_file.h"
 #include "report/audit_json.h"
 #include "report/sarif.h"
 #include "store/run_store.h"
@@ -17,20 +18,9 @@
 namespace cmax::report {
 namespace {
 
+// Write beside, then rename: a crash never leaves half a results.json.
 Result<void> write_text(const std::filesystem::path& path, const std::string& text) {
-  // Write beside, then rename: a crash never leaves half a results.json.
-  auto tmp = path;
-  tmp += ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) return fail("write {}: {}", tmp.string(), std::strerror(errno));
-    out << text;
-    if (!out.flush()) return fail("write {}: {}", tmp.string(), std::strerror(errno));
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) return fail("rename {} to {}: {}", tmp.string(), path.string(), ec.message());
-  return ok();
+  return core::write_text_file_atomic(path.string(), text);
 }
 
 }  // namespace
@@ -45,18 +35,9 @@ Result<std::string> write_stage_document(const std::string& dir, std::string_vie
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return fail("create run directory {}: {}", dir, ec.message());
-  const auto path = std::filesystem::path(dir) / std::string(name);
-  const auto tmp = std::filesystem::path(dir) / fmt::format(".{}.tmp", name);
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) return fail("write {}: cannot open for writing: {}", tmp.string(), std::strerror(errno));
-    out.write(text.data(), static_cast<std::streamsize>(text.size()));
-    out.flush();
-    if (!out) return fail("write {}: write failed (disk full?)", tmp.string());
-  }
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) return fail("write {}: {}", path.string(), ec.message());
-  return path.string();
+  const auto path = (std::filesystem::path(dir) / std::string(name)).string();
+  if (auto w = core::write_text_file_atomic(path, text); !w) return Unexpected<Error>{w.error()};
+  return path;
 }
 
 Result<void> prepare_run_dir(const std::string& dir, bool overwrite) {

@@ -267,4 +267,11 @@ bool user_may_use(const Reservation& r, std::string_view user) {
   return only_excludes;
 }
 
+std::size_t drop_reserved_nodes(std::vector<std::string>& nodes, const std::vector<Reservation>& reservations) {
+  return std::erase_if(nodes, [&](const std::string& n) {
+    return std::any_of(reservations.begin(), reservations.end(),
+                       [&](const Reservation& r) { return r.state == "ACTIVE" && r.contains(n); });
+  });
+}
+
 }  // namespace cmax::sched

@@ -50,6 +50,11 @@ Result<Reservation> parse_scontrol_reservation(std::string_view text);
 /// reservations in the system" (an empty list). A line that is not a reservation is an error.
 Result<std::vector<Reservation>> parse_scontrol_reservations(std::string_view text);
 
+/// Removes from `nodes` every node held by an ACTIVE reservation of `reservations`: sinfo calls such
+/// a node idle, but a job outside the reservation waits for it for ever (ReqNodeNotAvail). Returns
+/// how many were removed.
+std::size_t drop_reserved_nodes(std::vector<std::string>& nodes, const std::vector<Reservation>& reservations);
+
 /// Whether `user` may run jobs in `r` as far as its Users= list says (accounts are not known
 /// here): true when listed, when the list only excludes others ("-bob"), or when it names no
 /// users (an Accounts= reservation: Slurm decides).
