@@ -27,11 +27,14 @@
 // annotation, or "cordoned" for someone else's cordon, so policy.h tells the two holds apart.
 //
 // Taints are a list, which a strategic merge patch would replace whole, so spec and metadata
-// change through one JSON Patch whose first op tests metadata.resourceVersion: a change made by
-// someone else since cmax read the node fails the patch (409/422) instead of being lost, and cmax
-// reads the node again and retries, a bounded number of times. Conditions merge by type, so status
-// takes a strategic merge patch of /status, sent after the node's patch: when it fails, the error
-// says the node is patched already (cordoned and tainted) and only the condition is missing.
+// change through one JSON Patch whose first op tests that spec is still as cmax read it (and the
+// resourceVersion when the node has no annotations map yet): a taint or cordon change made by
+// someone else since cmax read the node fails the patch (422) instead of being lost, and cmax reads
+// the node again and retries, a bounded number of times; a label, annotation or status write by
+// another controller (the kubelet, node-feature-discovery) is no conflict at all. Conditions merge
+// by type, so status takes a strategic merge patch of /status, sent after the node's patch: when
+// it fails, the error says the node is patched already (cordoned and tainted) and only the
+// condition is missing.
 //
 // The service account needs get, list and patch on nodes and patch on nodes/status (a
 // ClusterRole; deploy/kubernetes/cmaxd.yaml). The token file is read on every request, since
@@ -92,7 +95,7 @@ struct KubernetesOptions {
 class KubernetesScheduler final : public Scheduler {
  public:
   /// How many times a patch is tried when the node changed since it was read (409/422).
-  static constexpr int kMaxTries = 4;
+  static constexpr int kMaxTries = 6;
 
   /// Uses the system clock for condition and taint times.
   explicit KubernetesScheduler(KubernetesOptions options);

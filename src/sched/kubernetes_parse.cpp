@@ -90,6 +90,7 @@ Result<Node> node_from(const json& j) {
   }
 
   if (const json* spec = find(j, "spec")) {
+    if (spec->is_object()) n.spec_json = spec->dump();
     const json* u = find(*spec, "unschedulable");
     n.unschedulable = u && u->is_boolean() && u->get<bool>();
     if (const json* taints = find(*spec, "taints"); taints && taints->is_array()) {
@@ -296,11 +297,24 @@ std::optional<std::string> status_message(std::string_view text) {
   return string_at(*j, "message");
 }
 
+// The ops that make a patch fail (422) when what it builds on changed since `node` was read: spec as
+// read (taints, cordon); and the resourceVersion too when there is no annotations map yet (the
+// patch adds the whole map, which would replace one another writer added) or no spec was read. A
+// label or status write by another controller is then no conflict; a taint or cordon change is,
+// and the caller reads the node again.
+namespace {
+void add_concurrency_tests(const Node& node, json& ops) {
+  auto spec = node.spec_json.empty() ? std::nullopt : parse_json(node.spec_json);
+  if (spec) ops.push_back({{"op", "test"}, {"path", "/spec"}, {"value", *spec}});
+  if (!spec || !node.has_annotations)
+    ops.push_back({{"op", "test"}, {"path", "/metadata/resourceVersion"}, {"value", node.resource_version}});
+}
+}  // namespace
+
 std::string hold_patch(const Node& node, std::string_view reason, Hold hold,
                        std::string_view reboot_effect, std::string_view now_utc) {
   json ops = json::array();
-  ops.push_back(
-      {{"op", "test"}, {"path", "/metadata/resourceVersion"}, {"value", node.resource_version}});
+  add_concurrency_tests(node, ops);
   json annotations = {{kReasonAnnotation, reason}};
   if (!node.unschedulable) {
     ops.push_back({{"op", "add"}, {"path", "/spec/unschedulable"}, {"value", true}});
@@ -332,8 +346,7 @@ std::string hold_patch(const Node& node, std::string_view reason, Hold hold,
 
 std::string release_patch(const Node& node, bool uncordon) {
   json ops = json::array();
-  ops.push_back(
-      {{"op", "test"}, {"path", "/metadata/resourceVersion"}, {"value", node.resource_version}});
+  add_concurrency_tests(node, ops);
   remove_taints(node, ops, kUnhealthyTaint, kRebootTaint);
   if (node.reason_annotation)
     ops.push_back({{"op", "remove"}, {"path", annotation_path(kReasonAnnotation)}});

@@ -73,6 +73,10 @@ struct Node {
   /// reason cmax's annotation when cmax holds it, "cordoned" when someone else did.
   NodeState state;
   std::string resource_version;
+  /// spec as read, serialized ("" when the object had none): what a patch tests, so that a change
+  /// to the node's labels, annotations or status by someone else is no conflict, while one to its
+  /// taints or cordon is.
+  std::string spec_json;
   bool unschedulable = false;
   bool has_annotations = false;  ///< metadata.annotations exists (JSON Patch adds into it)
   std::optional<std::string> reason_annotation;  ///< cmax.io/reason, when set
@@ -100,14 +104,15 @@ std::optional<std::string> status_message(std::string_view json);
 /// What a hold marks the node for.
 enum class Hold { kFault, kReboot };
 
-/// The JSON Patch that holds `node` for `reason` (full, with prefix): a "test" of
-/// metadata.resourceVersion first; cordon (and cmax.io/cordoned "true") unless already cordoned;
+/// The JSON Patch that holds `node` for `reason` (full, with prefix): first a "test" that spec is
+/// still as read (and of metadata.resourceVersion when the node has no annotations yet, since adding
+/// the whole map would replace one written meanwhile: concurrency_tests()); cordon (and cmax.io/cordoned "true") unless already cordoned;
 /// cmax's taint of this kind replaced (key `kUnhealthyTaint` NoSchedule, or `kRebootTaint` with
 /// `reboot_effect`, its timeAdded `now_utc`); cmax.io/reason set. Other taints are not touched.
 std::string hold_patch(const Node& node, std::string_view reason, Hold hold,
                        std::string_view reboot_effect, std::string_view now_utc);
 
-/// The JSON Patch that undoes cmax's hold: the resourceVersion test; both cmax taints and both
+/// The JSON Patch that undoes cmax's hold: the same tests as hold_patch; both cmax taints and both
 /// annotations removed; spec.unschedulable removed when `uncordon`. Other taints are not touched.
 std::string release_patch(const Node& node, bool uncordon);
 

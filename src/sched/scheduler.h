@@ -22,6 +22,9 @@ struct Action {
   /// The command run, or under dry run the one that would run; empty when none was needed.
   std::vector<std::string> argv;
   std::string note;  ///< why nothing was needed ("already drained: cmax: Xid 79"); empty otherwise
+  /// How many times the change was sent: more than 1 when the node changed under it and the
+  /// scheduler read it again (Kubernetes' conflict retries); argv is the last try's.
+  int attempts = 1;
 };
 
 /// How many nodes cmax holds out of service now in the pool `node` belongs to (Slurm: the nodes

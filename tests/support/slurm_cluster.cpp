@@ -18,6 +18,7 @@
 #include "core/unique_fd.h"
 #include "sched/slurm_parse.h"
 #include "support/munge.h"
+#include "support/ports.h"
 
 namespace cmax::test {
 namespace {
@@ -25,33 +26,6 @@ namespace {
 constexpr std::string_view kPrograms[] = {"slurmctld", "slurmd", "scontrol", "sinfo",
                                           "munged",    "munge",  "mungekey", "runuser"};
 constexpr int kAttempts = 3;
-// Below Linux's default ephemeral range (32768-60999), so no outgoing connection holds one of ours.
-constexpr int kPortLow = 20000;
-constexpr int kPortHigh = 32000;
-
-bool port_free(int port) {
-  core::UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<std::uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_ANY);  // the daemons listen on every address
-  return fd && ::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
-}
-
-// The first of `count` consecutive free ports from a random base, so tests running side by side
-// rarely even try the same ones; a daemon that still loses a race dies at start and start()
-// retries.
-Result<int> pick_ports(std::mt19937_64& rng, int count) {
-  std::uniform_int_distribution<int> base(kPortLow, kPortHigh - count);
-  for (int tries = 0; tries < 100; ++tries) {
-    int b = base(rng);
-    bool all = true;
-    for (int i = 0; i < count && all; ++i) all = port_free(b + i);
-    if (all) return b;
-  }
-  return fail("pick ports: no {} consecutive free TCP ports in {}-{}", count, kPortLow, kPortHigh);
-}
-
 std::string conf_text(const std::filesystem::path& dir, int ctld_port,
                       const std::vector<std::string>& nodes,
                       const std::vector<std::string>& extra) {
@@ -79,11 +53,7 @@ std::string conf_text(const std::filesystem::path& dir, int ctld_port,
   return conf;
 }
 
-std::string tail_of(const std::filesystem::path& path, std::size_t max_bytes = 1500) {
-  std::ifstream in(path, std::ios::binary);
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  return text.size() > max_bytes ? "..." + text.substr(text.size() - max_bytes) : text;
-}
+std::string tail_of(const std::filesystem::path& path) { return tail_of_file(path.string()); }
 
 }  // namespace
 
@@ -119,7 +89,7 @@ Result<std::unique_ptr<SlurmCluster>> SlurmCluster::start(SlurmClusterOptions op
   for (int i = 1; i <= options.nodes; ++i) c->nodes_.push_back(fmt::format("n{}", i));
   for (int i = 1; i <= options.spares; ++i) c->nodes_.push_back(fmt::format("spare{}", i));
   auto seed =
-      options.seed != 0 ? options.seed : (std::uint64_t{std::random_device{}()} << 32) ^ ::getpid();
+      options.seed != 0 ? options.seed : port_seed();
   std::mt19937_64 rng(seed);
 
   for (int attempt = 1;; ++attempt) {

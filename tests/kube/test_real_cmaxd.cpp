@@ -1,0 +1,343 @@
+// cmaxd's Kubernetes path against a real kube-apiserver (tests/support/kube_cluster.h): the
+// scheduler drains and resumes real Node objects as the ServiceAccount of
+// deploy/kubernetes/cmaxd.yaml and nothing more; the condition goes through the real status
+// subresource; a second writer racing on the node is retried, not lost; the fleet breaker counts
+// through real paging; and the cmaxd binary turns a line in this machine's /dev/kmsg into a
+// cordoned, tainted node.
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <fstream>
+#include <thread>
+#include <vector>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+
+#include "sched/kubernetes.h"
+#include "support/daemon.h"
+#include "support/kmsg.h"
+#include "support/kube_cluster.h"
+#include "support/temp_host.h"
+
+namespace {
+
+using json = nlohmann::json;
+using namespace std::chrono_literals;
+using cmax::sched::Force;
+using cmax::sched::KubernetesScheduler;
+using cmax::test::KubeCluster;
+
+bool has_taint(const json& node, const std::string& key) {
+  if (!node["spec"].contains("taints")) return false;
+  for (const auto& t : node["spec"]["taints"])
+    if (t.value("key", "") == key) return true;
+  return false;
+}
+
+const json* condition(const json& node, const std::string& type) {
+  if (!node.contains("status") || !node["status"].contains("conditions")) return nullptr;
+  for (const auto& c : node["status"]["conditions"])
+    if (c.value("type", "") == type) return &c;
+  return nullptr;
+}
+
+class RealApiServer : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (auto why = KubeCluster::unavailable()) GTEST_SKIP() << *why;
+    auto k = KubeCluster::start();
+    ASSERT_TRUE(k) << k.error().message;
+    kube_ = std::move(*k);
+  }
+  std::unique_ptr<KubeCluster> kube_;
+};
+
+TEST_F(RealApiServer, CmaxdDrainCordonsTaintsSetsTheConditionThroughStatusAndResumeRemovesOnlyItsOwn) {
+  auto added = kube_->add_node({.name = "gpu-1", .labels = {{"nvidia.com/gpu.present", "true"}}});
+  ASSERT_TRUE(added) << added.error().message;
+  // What others put there first: a GPU pool's dedicated taint and an operator's annotation.
+  auto pre = kube_->request(
+      "PATCH", "/api/v1/nodes/gpu-1",
+      R"({"metadata":{"annotations":{"ops.example.com/owner":"team-infra"}},"spec":{"taints":[{"key":"nvidia.com/gpu","value":"present","effect":"NoSchedule"}]}})",
+      "application/merge-patch+json");
+  ASSERT_TRUE(pre && pre->status == 200) << (pre ? pre->text : pre.error().message);
+
+  KubernetesScheduler sched(kube_->options(kube_->cmaxd()));
+  auto d = sched.drain("gpu-1", "cmax: Xid 79 GPU has fallen off the bus (0000:17:00.0)");
+  ASSERT_TRUE(d) << d.error().message;
+  EXPECT_TRUE(d->changed);
+  auto n = kube_->node("gpu-1");
+  ASSERT_TRUE(n) << n.error().message;
+  EXPECT_TRUE((*n)["spec"].value("unschedulable", false)) << n->dump(2);
+  EXPECT_TRUE(has_taint(*n, "cmax.io/unhealthy")) << n->dump(2);
+  EXPECT_TRUE(has_taint(*n, "nvidia.com/gpu")) << "a taint cmax did not set must stay: " << n->dump(2);
+  EXPECT_EQ((*n)["metadata"]["annotations"].value("cmax.io/reason", ""),
+            "cmax: Xid 79 GPU has fallen off the bus (0000:17:00.0)");
+  EXPECT_EQ((*n)["metadata"]["annotations"].value("cmax.io/cordoned", ""), "true");
+  const json* c = condition(*n, "CmaxHealthy");
+  ASSERT_NE(c, nullptr) << "the condition must go through /status: " << n->dump(2);
+  EXPECT_EQ((*c)["status"], "False");
+  EXPECT_EQ((*c)["reason"], "CmaxFault");
+  EXPECT_NE(condition(*n, "Ready"), nullptr) << "the kubelet's condition must stay";
+
+  // What cmax reads back is what it wrote.
+  auto st = sched.node_state("gpu-1");
+  ASSERT_TRUE(st) << st.error().message;
+  EXPECT_TRUE(st->drain_flag()) << st->state;
+  EXPECT_EQ(st->reason, "cmax: Xid 79 GPU has fallen off the bus (0000:17:00.0)");
+
+  // Draining again changes nothing.
+  auto again = sched.drain("gpu-1", "cmax: Xid 79 GPU has fallen off the bus (0000:17:00.0)");
+  ASSERT_TRUE(again) << again.error().message;
+  EXPECT_FALSE(again->changed) << again->note;
+
+  auto r = sched.resume("gpu-1", Force::kNo);
+  ASSERT_TRUE(r) << r.error().message;
+  n = kube_->node("gpu-1");
+  ASSERT_TRUE(n);
+  EXPECT_FALSE((*n)["spec"].value("unschedulable", false)) << n->dump(2);
+  EXPECT_FALSE(has_taint(*n, "cmax.io/unhealthy"));
+  EXPECT_TRUE(has_taint(*n, "nvidia.com/gpu"));
+  EXPECT_FALSE((*n)["metadata"]["annotations"].contains("cmax.io/reason"));
+  EXPECT_FALSE((*n)["metadata"]["annotations"].contains("cmax.io/cordoned"));
+  EXPECT_EQ((*n)["metadata"]["annotations"].value("ops.example.com/owner", ""), "team-infra");
+  c = condition(*n, "CmaxHealthy");
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ((*c)["status"], "True");
+  EXPECT_EQ((*c)["reason"], "CmaxResumed");
+}
+
+TEST_F(RealApiServer, CmaxdDryRunSendsNothingAndSomeoneElsesCordonIsLeftAlone) {
+  ASSERT_TRUE(kube_->add_node({.name = "gpu-2"}));
+  auto dry_opts = kube_->options(kube_->cmaxd());
+  dry_opts.dry_run = true;
+  KubernetesScheduler dry(dry_opts);
+  auto before = kube_->node("gpu-2");
+  ASSERT_TRUE(before);
+  auto dd = dry.drain("gpu-2", "cmax: Xid 48 double-bit ECC error");
+  ASSERT_TRUE(dd) << dd.error().message;
+  EXPECT_TRUE(dd->dry_run);
+  EXPECT_TRUE(dd->changed);
+  auto after = kube_->node("gpu-2");
+  ASSERT_TRUE(after);
+  EXPECT_EQ((*before)["metadata"]["resourceVersion"], (*after)["metadata"]["resourceVersion"])
+      << "a dry run must send no change";
+
+  // An operator cordons the node for maintenance: cmax's drain leaves it as it is, and its resume
+  // refuses to undo a hold it did not set unless forced.
+  auto cordon = kube_->request("PATCH", "/api/v1/nodes/gpu-2", R"({"spec":{"unschedulable":true}})",
+                               "application/merge-patch+json");
+  ASSERT_TRUE(cordon && cordon->status == 200);
+  KubernetesScheduler sched(kube_->options(kube_->cmaxd()));
+  auto d = sched.drain("gpu-2", "cmax: Xid 48 double-bit ECC error");
+  ASSERT_TRUE(d) << d.error().message;
+  EXPECT_FALSE(d->changed) << d->note;
+  auto n = kube_->node("gpu-2");
+  ASSERT_TRUE(n);
+  EXPECT_FALSE(has_taint(*n, "cmax.io/unhealthy")) << n->dump(2);
+  auto resumed = sched.resume("gpu-2", Force::kNo);
+  ASSERT_FALSE(resumed) << "someone else's cordon must not be undone";
+  EXPECT_NE(resumed.error().message.find("not set by cmax"), std::string::npos) << resumed.error().message;
+  n = kube_->node("gpu-2");
+  ASSERT_TRUE(n);
+  EXPECT_TRUE((*n)["spec"].value("unschedulable", false));
+  auto forced = sched.resume("gpu-2", Force::kYes);
+  ASSERT_TRUE(forced) << forced.error().message;
+  n = kube_->node("gpu-2");
+  ASSERT_TRUE(n);
+  EXPECT_FALSE((*n)["spec"].value("unschedulable", false)) << "forced: " << n->dump(2);
+}
+
+// A careful second writer: read the node, then a JSON Patch of its own taint guarded by the
+// resourceVersion, again until it lands (as a controller using client-go's retry.RetryOnConflict).
+void put_own_taint(const KubeCluster& kube, const std::string& node, int generation) {
+  for (;;) {
+    auto n = kube.node(node);
+    if (!n) return;
+    json taints = json::array();
+    for (const auto& t : (*n)["spec"].value("taints", json::array()))
+      if (t.value("key", "") != "example.com/maintenance-window") taints.push_back(t);
+    taints.push_back({{"key", "example.com/maintenance-window"}, {"value", std::to_string(generation)}, {"effect", "PreferNoSchedule"}});
+    json ops = json::array({{{"op", "test"}, {"path", "/metadata/resourceVersion"}, {"value", (*n)["metadata"]["resourceVersion"]}},
+                            {{"op", "add"}, {"path", "/spec/taints"}, {"value", taints}}});
+    auto r = kube.request("PATCH", "/api/v1/nodes/" + node, ops.dump(), "application/json-patch+json");
+    if (!r || r->status == 200) return;
+  }
+}
+
+std::string taint_value(const json& node, const std::string& key) {
+  for (const auto& t : node["spec"].value("taints", json::array()))
+    if (t.value("key", "") == key) return t.value("value", "");
+  return "";
+}
+
+TEST_F(RealApiServer, CmaxdRetriesWhenASecondWriterChangesTheNodeAndLosesNeitherWrite) {
+  ASSERT_TRUE(kube_->add_node({.name = "gpu-3"}));
+  // Two other controllers: a labeller (node-feature-discovery) at full speed, whose writes must be
+  // no conflict at all, and one that rewrites its own taint every 20 ms, whose writes race cmax's.
+  std::atomic<bool> stop{false};
+  std::atomic<int> labelled{0}, tainted{0};
+  std::thread labeller([&] {
+    for (int i = 1; !stop; ++i) {
+      auto r = kube_->request("PATCH", "/api/v1/nodes/gpu-3",
+                              fmt::format(R"({{"metadata":{{"labels":{{"example.com/generation":"{}"}}}}}})", i),
+                              "application/merge-patch+json");
+      if (r && r->status == 200) labelled = i;
+    }
+  });
+  std::thread tainter([&] {
+    for (int i = 1; !stop; ++i) {
+      put_own_taint(*kube_, "gpu-3", i);
+      tainted = i;
+      std::this_thread::sleep_for(20ms);
+    }
+  });
+  KubernetesScheduler sched(kube_->options(kube_->cmaxd()));
+  int retried = 0, rounds = 0;
+  std::string failure;
+  for (; rounds < 200 && retried < 3 && failure.empty(); ++rounds) {
+    auto d = sched.drain("gpu-3", fmt::format("cmax: round {}", rounds));
+    if (!d) {
+      failure = d.error().message;
+      break;
+    }
+    if (d->attempts > 1) ++retried;
+    auto r = sched.resume("gpu-3", Force::kNo);
+    if (!r) failure = r.error().message;
+    else if (r->attempts > 1) ++retried;
+  }
+  auto final_drain = sched.drain("gpu-3", "cmax: final");
+  stop = true;
+  labeller.join();
+  tainter.join();
+  ASSERT_TRUE(final_drain) << final_drain.error().message;
+  EXPECT_EQ(failure, "") << "a patch that lost the race must be read again and retried";
+  EXPECT_GT(retried, 0) << "the writer never raced cmax in " << rounds << " rounds: the test proved nothing";
+  auto n = kube_->node("gpu-3");
+  ASSERT_TRUE(n);
+  EXPECT_EQ((*n)["metadata"]["labels"].value("example.com/generation", ""), std::to_string(labelled.load()))
+      << "the labeller's last write was lost";
+  EXPECT_EQ(taint_value(*n, "example.com/maintenance-window"), std::to_string(tainted.load()))
+      << "the other controller's taint was lost: " << n->dump(2);
+  EXPECT_TRUE(has_taint(*n, "cmax.io/unhealthy")) << n->dump(2);
+  EXPECT_EQ((*n)["metadata"]["annotations"].value("cmax.io/reason", ""), "cmax: final");
+  std::printf("[ measure  ] %d of %d drain/resume rounds were retried against a concurrent taint writer\n", retried,
+              rounds);
+}
+
+TEST_F(RealApiServer, CmaxdFleetBreakerCountsEveryPageOfARealNodeList) {
+  // 1,002 nodes: three pages of 500. Held ones on the first, second and last page.
+  constexpr int kNodes = 1002;
+  std::atomic<int> next{0}, failed{0};
+  std::vector<std::thread> adders;
+  for (int t = 0; t < 4; ++t)
+    adders.emplace_back([&] {
+      for (int i; (i = next++) < kNodes;)
+        if (!kube_->add_node({.name = fmt::format("n{:04d}", i), .labels = {{"pool", i % 2 == 0 ? "a" : "b"}}}))
+          ++failed;
+    });
+  for (auto& t : adders) t.join();
+  ASSERT_EQ(failed, 0);
+  KubernetesScheduler sched(kube_->options(kube_->cmaxd()));
+  for (const char* held : {"n0002", "n0600", "n1000", "n1001"}) ASSERT_TRUE(sched.drain(held, "cmax: test hold"));
+  // Someone else's cordon is not cmax's hold.
+  ASSERT_TRUE(kube_->request("PATCH", "/api/v1/nodes/n0004", R"({"spec":{"unschedulable":true}})",
+                             "application/merge-patch+json"));
+  auto count = sched.held_by_cmax("n0002");
+  ASSERT_TRUE(count) << count.error().message;
+  EXPECT_EQ(count->total, kNodes);
+  EXPECT_EQ(count->held, 4);
+  EXPECT_TRUE(count->node_held);
+
+  auto pool_opts = kube_->options(kube_->cmaxd());
+  pool_opts.pool_selector = "pool=a";
+  KubernetesScheduler pool(pool_opts);
+  auto a = pool.held_by_cmax("n0600");
+  ASSERT_TRUE(a) << a.error().message;
+  EXPECT_EQ(a->total, kNodes / 2);
+  EXPECT_EQ(a->held, 3);  // n0002, n0600, n1000
+}
+
+TEST_F(RealApiServer, CmaxdClusterRoleGrantsWhatTheAgentNeedsAndNothingMore) {
+  ASSERT_TRUE(kube_->add_node({.name = "gpu-4"}));
+  const auto& token = kube_->cmaxd().token;
+  auto status = [&](std::string_view method, const std::string& path, const std::string& body = {},
+                    std::string_view type = "application/json") {
+    auto r = kube_->request(method, path, body, type, token);
+    return r ? r->status : -1;
+  };
+  EXPECT_EQ(status("GET", "/api/v1/nodes/gpu-4"), 200);
+  EXPECT_EQ(status("GET", "/api/v1/nodes?limit=1"), 200);
+  EXPECT_EQ(status("GET", "/api/v1/pods"), 403) << "cmaxd must not read pods";
+  EXPECT_EQ(status("DELETE", "/api/v1/nodes/gpu-4"), 403);
+  EXPECT_EQ(status("PUT", "/api/v1/nodes/gpu-4", kube_->node("gpu-4")->dump()), 403) << "patch, not update";
+  EXPECT_EQ(status("GET", "/api/v1/namespaces/cmax-system/secrets"), 403);
+  EXPECT_EQ(status("POST", "/api/v1/namespaces/default/pods/x/eviction",
+                   R"({"apiVersion":"policy/v1","kind":"Eviction","metadata":{"name":"x","namespace":"default"}})"),
+            403)
+      << "cmaxd does not evict";
+  // And with exactly this much the whole drain and resume works (the other tests use it too).
+  KubernetesScheduler sched(kube_->options(kube_->cmaxd()));
+  auto reboot = sched.reboot("gpu-4", "cmax: Xid 79 reboot required");
+  ASSERT_TRUE(reboot) << reboot.error().message;
+  auto n = kube_->node("gpu-4");
+  ASSERT_TRUE(n);
+  EXPECT_TRUE(has_taint(*n, "cmax.io/reboot-required")) << n->dump(2);
+  EXPECT_EQ((*condition(*n, "CmaxHealthy"))["reason"], "CmaxRebootRequired");
+  ASSERT_TRUE(sched.resume("gpu-4", Force::kNo));
+}
+
+TEST_F(RealApiServer, CmaxdBinaryTurnsAKmsgLineIntoACordonedTaintedNode) {
+  if (::access("/dev/kmsg", W_OK) != 0) GTEST_SKIP() << "needs root to write /dev/kmsg";
+  ASSERT_TRUE(kube_->add_node({.name = "k1", .labels = {{"nvidia.com/gpu.present", "true"}}}));
+  cmax::test::TempHost dir;
+  const auto log = dir.dir() / "cmaxd.log";
+  auto agent = cmax::test::Daemon::start(
+      {CMAXD_BIN, "--node", "k1", "--scheduler", "kubernetes", "--kube-api", kube_->url(), "--kube-token-file",
+       kube_->cmaxd().token_file, "--kube-ca-file", kube_->ca_file(), "--db", (dir.dir() / "cmaxd.db").string(),
+       "--from-now", "--metrics-listen", "", "--no-nvml", "--no-ib"},
+      {}, log);
+  ASSERT_TRUE(agent) << agent.error().message;
+  auto log_text = [&] {
+    std::ifstream in(log);
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  };
+  auto eventually = [](auto pred, std::chrono::milliseconds limit) {
+    auto deadline = std::chrono::steady_clock::now() + limit;
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (pred()) return true;
+      std::this_thread::sleep_for(10ms);
+    }
+    return pred();
+  };
+  ASSERT_TRUE(eventually([&] { return log_text().find("\"cmaxd: node k1") != std::string::npos; }, 30s)) << log_text();
+  const std::string pci = cmax::test::unique_pci();
+  ASSERT_TRUE(cmax::test::write_kmsg(fmt::format("<4>mlx5_core {}.0 ib3: Link is Down\n", pci)));
+  auto tainted = [&] {
+    auto n = kube_->node("k1");
+    return n && has_taint(*n, "cmax.io/unhealthy") && (*n)["spec"].value("unschedulable", false);
+  };
+  ASSERT_TRUE(eventually(tainted, 30s)) << log_text() << kube_->node("k1")->dump(2);
+  auto n = kube_->node("k1");
+  EXPECT_EQ((*n)["metadata"]["annotations"].value("cmax.io/reason", "").rfind("cmax: net_carrier ib3", 0), 0u)
+      << n->dump(2);
+  ASSERT_TRUE(eventually(
+      [&] {
+        auto m = kube_->node("k1");
+        const json* c = m ? condition(*m, "CmaxHealthy") : nullptr;
+        return c && (*c)["status"] == "False";
+      },
+      30s))
+      << log_text();
+  ASSERT_TRUE(cmax::test::write_kmsg(fmt::format("<6>mlx5_core {}.0 ib3: Link is Up\n", pci)));
+  ASSERT_TRUE(eventually([&] { return !tainted(); }, 30s)) << log_text();
+  n = kube_->node("k1");
+  EXPECT_FALSE((*n)["metadata"]["annotations"].contains("cmax.io/reason")) << n->dump(2);
+}
+
+}  // namespace
