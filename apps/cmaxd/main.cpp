@@ -46,6 +46,9 @@ int start_error(const std::string& msg) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // An API server that answers and closes before reading the whole request (a 401 over TLS) must be
+  // a failed request, never a dead agent.
+  ::signal(SIGPIPE, SIG_IGN);
   CLI::App app{
       "cmaxd: the passive node agent. Follows /dev/kmsg live through cmax's signal engine (every Xid, SXid,\n"
       "lockup, MCE, EDAC, AER, NVMe, filesystem, NFS, Lustre, IB and OOM fault), polls NVML (when the driver's\n"

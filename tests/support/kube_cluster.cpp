@@ -6,6 +6,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <cerrno>
+#include <csignal>
 #include <cstring>
 #include <ctime>
 #include <fstream>
@@ -227,7 +228,11 @@ Result<void> KubeCluster::launch(std::uint64_t seed, std::chrono::milliseconds r
 }
 
 Result<KubeAnswer> KubeCluster::request(std::string_view method, const std::string& path, const std::string& body,
-                                        std::string_view content_type, std::string_view token) const {
+                                        std::string_view content_type, std::string_view token,
+                                        const std::vector<std::pair<std::string, std::string>>& headers) const {
+  // SSL_write to a connection the server closed (an exec it refused) raises SIGPIPE: an error here.
+  static const bool sigpipe_ignored = [] { return std::signal(SIGPIPE, SIG_IGN) != SIG_ERR; }();
+  (void)sigpipe_ignored;
   httplib::SSLClient c("127.0.0.1", port_);
   c.set_ca_cert_path(ca_file().c_str());
   c.enable_server_certificate_verification(true);
@@ -239,6 +244,7 @@ Result<KubeAnswer> KubeCluster::request(std::string_view method, const std::stri
   req.path = path;
   req.headers.emplace("Authorization", fmt::format("Bearer {}", token.empty() ? kAdminToken : token));
   req.headers.emplace("Accept", "application/json");
+  for (const auto& [k, v] : headers) req.headers.emplace(k, v);
   if (!body.empty()) {
     req.body = body;
     req.headers.emplace("Content-Type", std::string(content_type));

@@ -80,9 +80,10 @@ class KubeCluster {
   const KubeIdentity& tenant() const { return tenant_; }
 
   /// `method path` with `body` (JSON unless `content_type` says otherwise) as `token` (the admin's
-  /// when empty). An error only when no answer came.
+  /// when empty), with `headers` added (Impersonate-User). An error only when no answer came.
   Result<KubeAnswer> request(std::string_view method, const std::string& path, const std::string& body = {},
-                             std::string_view content_type = "application/json", std::string_view token = {}) const;
+                             std::string_view content_type = "application/json", std::string_view token = {},
+                             const std::vector<std::pair<std::string, std::string>>& headers = {}) const;
   /// GET as the admin: the object, or an error naming the path and status.
   Result<nlohmann::json> get(const std::string& path) const;
   /// POST `object` to `path` as the admin (201 or 200 expected).

@@ -1,0 +1,285 @@
+// `cmax audit isolation` against a real kube-apiserver: what it reports about a tenant's identity is
+// what RBAC and admission really do. For every isolation.kube.* permission it reports, the test
+// tries the permission itself as that tenant (a read of a name that does not exist, a dryRun=All
+// create, an impersonation header: authorization is decided before existence) and compares: a 403
+// must be a pass, anything else a fail or warn. The risky pods are sent by the test as well, as the
+// tenant, with dryRun=All. A wrong, revoked or untrusted credential leaves every finding unverified
+// with the reason.
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "core/process.h"
+#include "integration/audit_json_util.h"
+#include "isolation/kube_review.h"
+#include "support/kube_cluster.h"
+
+namespace {
+
+using json = nlohmann::json;
+using namespace std::chrono_literals;
+using cmax::isolation::DangerousPermission;
+using cmax::isolation::KubeWhere;
+using cmax::test::KubeCluster;
+
+struct Cmd {
+  int code = -1;
+  std::string out, err;
+};
+
+Cmd audit_isolation(std::vector<std::string> args) {
+  std::vector<std::string> argv = {CMAX_BIN, "audit", "isolation"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  auto r = cmax::core::run_process(
+      {std::move(argv), 120s, 16u << 20, {"HOME=/nonexistent-cmax-test-home", "KUBECONFIG="}});
+  if (!r) return {-1, "", r.error().message};
+  if (r->exit_code < 0)
+    return {-1, r->out, fmt::format("{}cmax ended by signal {}{}", r->err, r->signal, r->timed_out ? " (timed out)" : "")};
+  return {r->exit_code, r->out, r->err};
+}
+
+// A real attempt at `p` as `token`: method, path (with query), body, extra headers.
+struct Attempt {
+  std::string method, path, body, content_type = "application/json";
+  std::vector<std::pair<std::string, std::string>> headers;
+};
+
+std::string ns_of(const DangerousPermission& p, const std::string& tenant_ns) {
+  switch (p.where) {
+    case KubeWhere::tenant_namespace: return tenant_ns;
+    case KubeWhere::kube_system: return "kube-system";
+    case KubeWhere::cluster: return "";
+  }
+  return "";
+}
+
+std::string collection(const DangerousPermission& p, const std::string& ns) {
+  std::string base = p.group.empty() ? "/api/v1" : fmt::format("/apis/{}/v1", p.group);
+  return ns.empty() ? fmt::format("{}/{}", base, p.resource) : fmt::format("{}/namespaces/{}/{}", base, ns, p.resource);
+}
+
+// What an object of `p.resource` needs to pass validation, so that a permitted dry-run create
+// answers 201 (a 422 would do as well: only 403 counts as refused).
+json minimal_object(const DangerousPermission& p, const std::string& ns) {
+  const std::string r(p.resource);
+  json meta = {{"generateName", "cmax-probe-"}};
+  if (!ns.empty()) meta["namespace"] = ns;
+  if (r == "pods")
+    return {{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", meta},
+            {"spec", {{"containers", json::array({{{"name", "c"}, {"image", "registry.k8s.io/pause:3.10"}}})}}}};
+  if (r == "persistentvolumes")
+    return {{"apiVersion", "v1"}, {"kind", "PersistentVolume"}, {"metadata", meta},
+            {"spec", {{"capacity", {{"storage", "1Gi"}}}, {"accessModes", {"ReadWriteOnce"}},
+                      {"hostPath", {{"path", "/"}}}}}};
+  if (r == "clusterrolebindings")
+    return {{"apiVersion", "rbac.authorization.k8s.io/v1"}, {"kind", "ClusterRoleBinding"}, {"metadata", meta},
+            {"roleRef", {{"apiGroup", "rbac.authorization.k8s.io"}, {"kind", "ClusterRole"}, {"name", "cmax-test-empty"}}},
+            {"subjects", json::array({{{"kind", "User"}, {"name", "nobody"}, {"apiGroup", "rbac.authorization.k8s.io"}}})}};
+  if (r == "mutatingwebhookconfigurations" || r == "validatingwebhookconfigurations")
+    return {{"apiVersion", "admissionregistration.k8s.io/v1"},
+            {"kind", r == "mutatingwebhookconfigurations" ? "MutatingWebhookConfiguration" : "ValidatingWebhookConfiguration"},
+            {"metadata", meta}};
+  return {{"metadata", meta}};
+}
+
+Attempt attempt_for(const DangerousPermission& p, const std::string& tenant_ns, const std::string& tenant_user) {
+  const std::string ns = ns_of(p, tenant_ns);
+  if (!p.path.empty()) return {"GET", std::string(p.path)};
+  const std::string verb(p.verb), sub(p.subresource);
+  if (verb == "impersonate") {
+    Attempt a{"GET", "/api"};
+    if (p.resource == "users") a.headers = {{"Impersonate-User", "someone-else"}};
+    if (p.resource == "serviceaccounts") a.headers = {{"Impersonate-User", "system:serviceaccount:kube-system:default"}};
+    if (p.resource == "groups") a.headers = {{"Impersonate-User", tenant_user}, {"Impersonate-Group", "system:masters"}};
+    return a;
+  }
+  if (verb == "bind") {
+    // A RoleBinding (in the tenant's namespace) to a role the tenant does not hold.
+    json rb = {{"apiVersion", "rbac.authorization.k8s.io/v1"}, {"kind", "RoleBinding"},
+               {"metadata", {{"generateName", "cmax-probe-"}, {"namespace", tenant_ns}}},
+               {"roleRef", {{"apiGroup", "rbac.authorization.k8s.io"},
+                            {"kind", p.resource == "clusterroles" ? "ClusterRole" : "Role"},
+                            {"name", p.resource == "clusterroles" ? "cluster-admin" : "cmax-test-secrets"}}},
+               {"subjects", json::array({{{"kind", "User"}, {"name", "nobody"}, {"apiGroup", "rbac.authorization.k8s.io"}}})}};
+    return {"POST", fmt::format("/apis/rbac.authorization.k8s.io/v1/namespaces/{}/rolebindings?dryRun=All", tenant_ns),
+            rb.dump()};
+  }
+  if (verb == "escalate") {
+    json role = {{"apiVersion", "rbac.authorization.k8s.io/v1"},
+                 {"kind", p.resource == "clusterroles" ? "ClusterRole" : "Role"},
+                 {"metadata", {{"generateName", "cmax-probe-"}}},
+                 {"rules", json::array({{{"apiGroups", {""}}, {"resources", {"secrets"}}, {"verbs", {"get"}}}})}};
+    std::string path = p.resource == "clusterroles"
+                           ? "/apis/rbac.authorization.k8s.io/v1/clusterroles?dryRun=All"
+                           : fmt::format("/apis/rbac.authorization.k8s.io/v1/namespaces/{}/roles?dryRun=All", tenant_ns);
+    return {"POST", path, role.dump()};
+  }
+  const std::string coll = collection(p, ns);
+  if (verb == "list") return {"GET", coll};
+  if (verb == "get") return {"GET", coll + "/cmax-probe-absent" + (sub.empty() ? "" : "/" + sub)};
+  if (verb == "patch") return {"PATCH", coll + "/cmax-probe-absent", "{}", "application/merge-patch+json"};
+  if (verb == "create" && !sub.empty()) {
+    if (sub == "exec") return {"POST", coll + "/cmax-probe-absent/exec?command=true&stdout=true"};
+    if (sub == "token")
+      return {"POST", coll + "/cmax-probe-absent/token",
+              R"({"apiVersion":"authentication.k8s.io/v1","kind":"TokenRequest","spec":{}})"};
+  }
+  if (verb == "create") return {"POST", coll + "?dryRun=All", minimal_object(p, ns).dump()};
+  ADD_FAILURE() << "no real attempt for " << p.id;
+  return {"GET", "/api"};
+}
+
+// 403 from the real server: refused. Anything else (200, 201, 404 for a name that does not exist,
+// 422, an exec that wants an upgrade) got past authorization.
+bool really_allowed(const KubeCluster& kube, const Attempt& a, const std::string& token, std::string* got) {
+  auto r = kube.request(a.method, a.path, a.body, a.content_type, token, a.headers);
+  if (!r) {
+    *got = r.error().message;
+    return false;
+  }
+  *got = fmt::format("{} {}", r->status, r->text.substr(0, 200));
+  return r->status != 403;
+}
+
+class RealApiServer : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (auto why = KubeCluster::unavailable()) GTEST_SKIP() << *why;
+    auto k = KubeCluster::start();
+    ASSERT_TRUE(k) << k.error().message;
+    kube_ = std::move(*k);
+    // A loose tenant: its namespace runs privileged pods, and it was given more than it should.
+    ASSERT_TRUE(kube_->add_namespace("tenant-b", {{"pod-security.kubernetes.io/enforce", "privileged"}}));
+    for (const json& o : {
+             json{{"apiVersion", "v1"}, {"kind", "ServiceAccount"}, {"metadata", {{"name", "tenant"}, {"namespace", "tenant-b"}}}},
+             json{{"apiVersion", "rbac.authorization.k8s.io/v1"}, {"kind", "Role"},
+                  {"metadata", {{"name", "loose"}, {"namespace", "tenant-b"}}},
+                  {"rules", json::array({{{"apiGroups", {""}}, {"resources", {"secrets"}}, {"verbs", {"get", "list"}}},
+                                         {{"apiGroups", {""}}, {"resources", {"pods", "pods/exec", "serviceaccounts/token"}},
+                                          {"verbs", {"get", "list", "create"}}}})}},
+             json{{"apiVersion", "rbac.authorization.k8s.io/v1"}, {"kind", "RoleBinding"},
+                  {"metadata", {{"name", "loose"}, {"namespace", "tenant-b"}}},
+                  {"roleRef", {{"apiGroup", "rbac.authorization.k8s.io"}, {"kind", "Role"}, {"name", "loose"}}},
+                  {"subjects", json::array({{{"kind", "ServiceAccount"}, {"name", "tenant"}, {"namespace", "tenant-b"}}})}},
+             json{{"apiVersion", "rbac.authorization.k8s.io/v1"}, {"kind", "ClusterRole"}, {"metadata", {{"name", "tenant-b-nodes"}}},
+                  {"rules", json::array({{{"apiGroups", {""}}, {"resources", {"nodes/proxy"}}, {"verbs", {"get"}}},
+                                         {{"apiGroups", {""}}, {"resources", {"persistentvolumes"}}, {"verbs", {"create"}}},
+                                         {{"nonResourceURLs", {"/metrics"}}, {"verbs", {"get"}}}})}},
+             json{{"apiVersion", "rbac.authorization.k8s.io/v1"}, {"kind", "ClusterRoleBinding"}, {"metadata", {{"name", "tenant-b-nodes"}}},
+                  {"roleRef", {{"apiGroup", "rbac.authorization.k8s.io"}, {"kind", "ClusterRole"}, {"name", "tenant-b-nodes"}}},
+                  {"subjects", json::array({{{"kind", "ServiceAccount"}, {"name", "tenant"}, {"namespace", "tenant-b"}}})}},
+             json{{"apiVersion", "rbac.authorization.k8s.io/v1"}, {"kind", "ClusterRole"}, {"metadata", {{"name", "cmax-test-empty"}}},
+                  {"rules", json::array()}},
+         })
+      ASSERT_TRUE(kube_->apply(o)) << o.dump();
+    auto token = kube_->service_account_token("tenant-b", "tenant");
+    ASSERT_TRUE(token) << token.error().message;
+    loose_token_ = *token;
+    loose_token_file_ = (kube_->dir() / "tenant-b.token").string();
+    std::ofstream(loose_token_file_) << loose_token_ << "\n";
+  }
+
+  // Runs the audit as `token_file` in `ns` and compares each kube finding with a real attempt.
+  void expect_verdicts_match_reality(const std::string& token_file, const std::string& token, const std::string& ns,
+                                     const std::string& user, int* allowed_count) {
+    auto r = audit_isolation({"--kube-api", kube_->url(), "--kube-token-file", token_file, "--kube-ca-file",
+                              kube_->ca_file(), "--namespace", ns, "--scope", "127.0.0.1", "--ports", "grafana",
+                              "--no-metadata", "--json"});
+    ASSERT_NE(r.code, 3) << r.err;
+    auto j = json::parse(r.out, nullptr, false);
+    ASSERT_FALSE(j.is_discarded()) << r.out.substr(0, 500) << r.err;
+    *allowed_count = 0;
+    for (const auto& p : cmax::isolation::dangerous_permissions()) {
+      const std::string id = fmt::format("isolation.kube.{}", p.id);
+      const std::string reported = cmax::test::audit_result(j, id);
+      std::string got;
+      bool allowed = really_allowed(*kube_, attempt_for(p, ns, user), token, &got);
+      if (allowed) ++*allowed_count;
+      if (allowed)
+        EXPECT_TRUE(reported == "fail" || reported == "warn")
+            << id << " reported " << reported << " but the tenant really could: " << got;
+      else
+        EXPECT_EQ(reported, "pass") << id << " but the real attempt was refused: " << got;
+    }
+    for (const auto& pod : cmax::isolation::risky_pods()) {
+      const std::string id = fmt::format("isolation.kube.admission.{}", pod.id);
+      auto real = kube_->request("POST", cmax::isolation::dry_run_pod_path(ns),
+                                 cmax::isolation::risky_pod_body(pod, ns), "application/json", token);
+      ASSERT_TRUE(real);
+      const std::string reported = cmax::test::audit_result(j, id);
+      if (real->status == 201)
+        EXPECT_EQ(reported, "fail") << id << ": the real server admitted it";
+      else
+        EXPECT_EQ(reported, "pass") << id << ": the real server answered " << real->status << " "
+                                    << real->text.substr(0, 300);
+    }
+  }
+
+  std::unique_ptr<KubeCluster> kube_;
+  std::string loose_token_, loose_token_file_;
+};
+
+TEST_F(RealApiServer, AuditIsolationVerdictsOfALeastPrivilegeTenantMatchWhatItCanReallyDo) {
+  int allowed = -1;
+  expect_verdicts_match_reality(kube_->tenant().token_file, kube_->tenant().token, "tenant-a", kube_->tenant().user,
+                                &allowed);
+  EXPECT_EQ(allowed, 0) << "the tenant of tenant-a holds nothing dangerous";
+}
+
+TEST_F(RealApiServer, AuditIsolationVerdictsOfALooseTenantMatchWhatItCanReallyDo) {
+  int allowed = -1;
+  expect_verdicts_match_reality(loose_token_file_, loose_token_, "tenant-b", "system:serviceaccount:tenant-b:tenant",
+                                &allowed);
+  // secrets get/list, pods/exec, serviceaccounts/token, nodes/proxy, persistentvolumes, /metrics.
+  EXPECT_GE(allowed, 7) << "the loose tenant's grants were not all seen as allowed";
+}
+
+TEST_F(RealApiServer, AuditIsolationBadCredentialsLeaveEveryKubeFindingUnverified) {
+  // A token the server never issued; a bound token whose ServiceAccount was deleted; a CA that did
+  // not sign the server's certificate.
+  const auto wrong = (kube_->dir() / "wrong.token").string();
+  std::ofstream(wrong) << "not-a-token\n";
+  auto doomed = kube_->service_account_token("tenant-b", "tenant");
+  ASSERT_TRUE(doomed);
+  const auto revoked = (kube_->dir() / "revoked.token").string();
+  std::ofstream(revoked) << *doomed << "\n";
+  auto del = kube_->request("DELETE", "/api/v1/namespaces/tenant-b/serviceaccounts/tenant");
+  ASSERT_TRUE(del && del->status == 200);
+  const auto other_ca = (kube_->dir() / "other-ca").string();
+  auto pki = cmax::core::run_process({{std::string(CMAX_SOURCE_DIR) + "/tests/kube/gen_pki.sh", other_ca}, 60s, 1u << 16, {}});
+  ASSERT_TRUE(pki && pki->exit_code == 0);
+
+  struct Case {
+    std::string what, token_file, ca, reason_has;
+  };
+  for (const Case& c : {Case{"wrong token", wrong, kube_->ca_file(), "401"},
+                        Case{"revoked token", revoked, kube_->ca_file(), "401"},
+                        Case{"unknown CA", kube_->tenant().token_file, other_ca + "/ca.crt", "certificate"}}) {
+    auto r = audit_isolation({"--kube-api", kube_->url(), "--kube-token-file", c.token_file, "--kube-ca-file", c.ca,
+                              "--namespace", "tenant-b", "--scope", "127.0.0.1", "--ports", "grafana", "--no-metadata",
+                              "--json"});
+    ASSERT_NE(r.code, 3) << c.what << ": " << r.err;
+    ASSERT_GE(r.code, 0) << c.what << ": " << r.err;
+    auto j = json::parse(r.out, nullptr, false);
+    ASSERT_FALSE(j.is_discarded()) << c.what << ": exit " << r.code << " " << r.out.substr(0, 300) << r.err;
+    int kube_findings = 0;
+    for (const auto& f : j["findings"]) {
+      const std::string id = f["id"];
+      if (!id.starts_with("isolation.kube.")) continue;
+      ++kube_findings;
+      EXPECT_EQ(f["result"], "unverified") << c.what << ": " << id << " " << f.dump();
+      EXPECT_NE(f.value("reason", "").find(c.reason_has), std::string::npos) << c.what << ": " << id << " " << f.dump();
+    }
+    EXPECT_GE(kube_findings, 20) << c.what;
+    EXPECT_NE(r.err.find("unverified"), std::string::npos) << c.what << ": " << r.err;
+  }
+}
+
+}  // namespace
