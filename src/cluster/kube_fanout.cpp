@@ -106,8 +106,17 @@ std::string with_message(std::string head, std::string_view message) {
   return head;
 }
 
-/// Why a create refused for one pod is refused for all: what to do about it.
-std::optional<std::string> fatal_create_advice(int status, const KubeFanoutOptions& o) {
+/// Why a create refused for one pod is refused for all: what to do about it. A 403 is RBAC's
+/// unless the API's message says Pod Security admission refused the pod (kube-apiserver: 'pods
+/// "x" is forbidden: violates PodSecurity "baseline:latest": ...'): then the namespace is the fix.
+std::optional<std::string> fatal_create_advice(int status, std::string_view body, const KubeFanoutOptions& o) {
+  if (status == 403 && body.find("violates PodSecurity") != std::string_view::npos)
+    return fmt::format(
+        "Pod Security admission refuses the collect pod in namespace {} (it reads the node through hostPath /, "
+        "hostPID, hostNetwork and a privileged container): label that namespace "
+        "pod-security.kubernetes.io/enforce=privileged (kubectl label namespace {} "
+        "pod-security.kubernetes.io/enforce=privileged), or pass --namespace of one that allows it",
+        o.pod.ns, o.pod.ns);
   switch (status) {
     case 400:
     case 422:
@@ -130,6 +139,10 @@ std::optional<std::string> fatal_create_advice(int status, const KubeFanoutOptio
 }
 
 /// DELETEs the pod when dropped, whatever happened; finish() does it early and says how it went.
+/// The delete has gracePeriodSeconds=0: a graceful delete of a pod bound to a node waits for that
+/// node's kubelet to confirm, so a pod on a node that never answered (the very nodes a timeout
+/// reports) would stay Terminating for ever. The collect is read-only and has nothing to flush; a
+/// kubelet that comes back kills a container whose pod is gone.
 class PodGuard {
  public:
   PodGuard(const sched::KubeClient& http, std::string ns, std::string name)
@@ -143,7 +156,7 @@ class PodGuard {
     if (done_) return {};
     done_ = true;
     auto path = fmt::format("/api/v1/namespaces/{}/pods/{}", ns_, name_);
-    auto r = http_.send("DELETE", path);
+    auto r = http_.send("DELETE", path + "?gracePeriodSeconds=0");
     std::string why;
     if (!r)
       why = r.error().message;
@@ -151,8 +164,8 @@ class PodGuard {
       why = sched::describe_reply("DELETE", path, *r);
     else
       return {};
-    return fmt::format("delete pod {}/{}: {}: delete it with `kubectl delete pod -n {} {}`", ns_,
-                       name_, why, ns_, name_);
+    return fmt::format("delete pod {}/{}: {}: delete it with `kubectl delete pod -n {} {} --grace-period=0 --force`",
+                       ns_, name_, why, ns_, name_);
   }
 
  private:
@@ -324,7 +337,7 @@ class Run {
     auto node_deadline = std::min(t0 + o_.node_timeout, run_deadline_);
     auto created = http_.send("POST", pods, "application/json", body);
     if (created && !is_success(created->status)) {
-      if (auto advice = fatal_create_advice(created->status, o_)) {
+      if (auto advice = fatal_create_advice(created->status, created->body, o_)) {
         set_fatal(fmt::format("create pod {}/{} on node {}: {}: {}", spec_.ns, name, t.node,
                               sched::describe_reply("POST", pods, *created), *advice));
         return out;

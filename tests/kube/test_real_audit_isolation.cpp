@@ -148,7 +148,7 @@ bool really_allowed(const KubeCluster& kube, const Attempt& a, const std::string
   return r->status != 403;
 }
 
-class RealApiServer : public ::testing::Test {
+class AuditIsolationRealApiServer : public ::testing::Test {
  protected:
   void SetUp() override {
     if (auto why = KubeCluster::unavailable()) GTEST_SKIP() << *why;
@@ -226,14 +226,14 @@ class RealApiServer : public ::testing::Test {
   std::string loose_token_, loose_token_file_;
 };
 
-TEST_F(RealApiServer, AuditIsolationVerdictsOfALeastPrivilegeTenantMatchWhatItCanReallyDo) {
+TEST_F(AuditIsolationRealApiServer, VerdictsOfALeastPrivilegeTenantMatchWhatItCanReallyDo) {
   int allowed = -1;
   expect_verdicts_match_reality(kube_->tenant().token_file, kube_->tenant().token, "tenant-a", kube_->tenant().user,
                                 &allowed);
   EXPECT_EQ(allowed, 0) << "the tenant of tenant-a holds nothing dangerous";
 }
 
-TEST_F(RealApiServer, AuditIsolationVerdictsOfALooseTenantMatchWhatItCanReallyDo) {
+TEST_F(AuditIsolationRealApiServer, VerdictsOfALooseTenantMatchWhatItCanReallyDo) {
   int allowed = -1;
   expect_verdicts_match_reality(loose_token_file_, loose_token_, "tenant-b", "system:serviceaccount:tenant-b:tenant",
                                 &allowed);
@@ -241,7 +241,7 @@ TEST_F(RealApiServer, AuditIsolationVerdictsOfALooseTenantMatchWhatItCanReallyDo
   EXPECT_GE(allowed, 7) << "the loose tenant's grants were not all seen as allowed";
 }
 
-TEST_F(RealApiServer, AuditIsolationBadCredentialsLeaveEveryKubeFindingUnverified) {
+TEST_F(AuditIsolationRealApiServer, BadCredentialsLeaveEveryKubeFindingUnverified) {
   // A token the server never issued; a bound token whose ServiceAccount was deleted; a CA that did
   // not sign the server's certificate.
   const auto wrong = (kube_->dir() / "wrong.token").string();

@@ -46,7 +46,7 @@ const json* condition(const json& node, const std::string& type) {
   return nullptr;
 }
 
-class RealApiServer : public ::testing::Test {
+class CmaxdRealApiServer : public ::testing::Test {
  protected:
   void SetUp() override {
     if (auto why = KubeCluster::unavailable()) GTEST_SKIP() << *why;
@@ -57,7 +57,7 @@ class RealApiServer : public ::testing::Test {
   std::unique_ptr<KubeCluster> kube_;
 };
 
-TEST_F(RealApiServer, CmaxdDrainCordonsTaintsSetsTheConditionThroughStatusAndResumeRemovesOnlyItsOwn) {
+TEST_F(CmaxdRealApiServer, DrainCordonsTaintsSetsTheConditionThroughStatusAndResumeRemovesOnlyItsOwn) {
   auto added = kube_->add_node({.name = "gpu-1", .labels = {{"nvidia.com/gpu.present", "true"}}});
   ASSERT_TRUE(added) << added.error().message;
   // What others put there first: a GPU pool's dedicated taint and an operator's annotation.
@@ -112,7 +112,7 @@ TEST_F(RealApiServer, CmaxdDrainCordonsTaintsSetsTheConditionThroughStatusAndRes
   EXPECT_EQ((*c)["reason"], "CmaxResumed");
 }
 
-TEST_F(RealApiServer, CmaxdDryRunSendsNothingAndSomeoneElsesCordonIsLeftAlone) {
+TEST_F(CmaxdRealApiServer, DryRunSendsNothingAndSomeoneElsesCordonIsLeftAlone) {
   ASSERT_TRUE(kube_->add_node({.name = "gpu-2"}));
   auto dry_opts = kube_->options(kube_->cmaxd());
   dry_opts.dry_run = true;
@@ -176,7 +176,7 @@ std::string taint_value(const json& node, const std::string& key) {
   return "";
 }
 
-TEST_F(RealApiServer, CmaxdRetriesWhenASecondWriterChangesTheNodeAndLosesNeitherWrite) {
+TEST_F(CmaxdRealApiServer, RetriesWhenASecondWriterChangesTheNodeAndLosesNeitherWrite) {
   ASSERT_TRUE(kube_->add_node({.name = "gpu-3"}));
   // Two other controllers: a labeller (node-feature-discovery) at full speed, whose writes must be
   // no conflict at all, and one that rewrites its own taint every 20 ms, whose writes race cmax's.
@@ -230,7 +230,7 @@ TEST_F(RealApiServer, CmaxdRetriesWhenASecondWriterChangesTheNodeAndLosesNeither
               rounds);
 }
 
-TEST_F(RealApiServer, CmaxdFleetBreakerCountsEveryPageOfARealNodeList) {
+TEST_F(CmaxdRealApiServer, FleetBreakerCountsEveryPageOfARealNodeList) {
   // 1,002 nodes: three pages of 500. Held ones on the first, second and last page.
   constexpr int kNodes = 1002;
   std::atomic<int> next{0}, failed{0};
@@ -263,7 +263,7 @@ TEST_F(RealApiServer, CmaxdFleetBreakerCountsEveryPageOfARealNodeList) {
   EXPECT_EQ(a->held, 3);  // n0002, n0600, n1000
 }
 
-TEST_F(RealApiServer, CmaxdClusterRoleGrantsWhatTheAgentNeedsAndNothingMore) {
+TEST_F(CmaxdRealApiServer, ClusterRoleGrantsWhatTheAgentNeedsAndNothingMore) {
   ASSERT_TRUE(kube_->add_node({.name = "gpu-4"}));
   const auto& token = kube_->cmaxd().token;
   auto status = [&](std::string_view method, const std::string& path, const std::string& body = {},
@@ -292,7 +292,7 @@ TEST_F(RealApiServer, CmaxdClusterRoleGrantsWhatTheAgentNeedsAndNothingMore) {
   ASSERT_TRUE(sched.resume("gpu-4", Force::kNo));
 }
 
-TEST_F(RealApiServer, CmaxdBinaryTurnsAKmsgLineIntoACordonedTaintedNode) {
+TEST_F(CmaxdRealApiServer, BinaryTurnsAKmsgLineIntoACordonedTaintedNode) {
   if (::access("/dev/kmsg", W_OK) != 0) GTEST_SKIP() << "needs root to write /dev/kmsg";
   ASSERT_TRUE(kube_->add_node({.name = "k1", .labels = {{"nvidia.com/gpu.present", "true"}}}));
   cmax::test::TempHost dir;
@@ -338,6 +338,28 @@ TEST_F(RealApiServer, CmaxdBinaryTurnsAKmsgLineIntoACordonedTaintedNode) {
   ASSERT_TRUE(eventually([&] { return !tainted(); }, 30s)) << log_text();
   n = kube_->node("k1");
   EXPECT_FALSE((*n)["metadata"]["annotations"].contains("cmax.io/reason")) << n->dump(2);
+}
+
+}  // namespace
+
+namespace {
+
+TEST_F(CmaxdRealApiServer, TheDeployedDaemonSetsPodIsAdmittedInItsNamespace) {
+  // deploy/kubernetes/cmaxd.yaml was applied by the harness; its pod template, sent as a pod with
+  // dryRun=All, meets the namespace's Pod Security level (cmaxd needs hostPath and hostPID).
+  // The NVIDIA GPU operator's RuntimeClass, which the DaemonSet names.
+  ASSERT_TRUE(kube_->apply({{"apiVersion", "node.k8s.io/v1"}, {"kind", "RuntimeClass"}, {"metadata", {{"name", "nvidia"}}},
+                            {"handler", "nvidia"}}));
+  auto ds = kube_->get("/apis/apps/v1/namespaces/cmax-system/daemonsets/cmaxd");
+  ASSERT_TRUE(ds) << ds.error().message;
+  json pod = {{"apiVersion", "v1"},
+              {"kind", "Pod"},
+              {"metadata", {{"generateName", "cmaxd-"}, {"namespace", "cmax-system"}}},
+              {"spec", (*ds)["spec"]["template"]["spec"]}};
+  pod["spec"]["nodeName"] = "gpu-x";
+  auto r = kube_->request("POST", "/api/v1/namespaces/cmax-system/pods?dryRun=All", pod.dump());
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 201) << r->text.substr(0, 600);
 }
 
 }  // namespace

@@ -102,6 +102,7 @@ constexpr KindPath kKinds[] = {
     {"RoleBinding", "/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/rolebindings"},
     {"DaemonSet", "/apis/apps/v1/namespaces/{ns}/daemonsets"},
     {"StorageClass", "/apis/storage.k8s.io/v1/storageclasses"},
+    {"RuntimeClass", "/apis/node.k8s.io/v1/runtimeclasses"},
 };
 
 std::string kubeconfig_text(const std::string& server, const std::string& ca, const std::string& name,

@@ -90,7 +90,7 @@ class KubeCluster {
   Result<nlohmann::json> create(const std::string& path, const nlohmann::json& object) const;
   /// Creates every object of a multi-document YAML file as the admin (kinds this harness knows:
   /// Namespace, ServiceAccount, ClusterRole(Binding), Role(Binding), DaemonSet, StorageClass,
-  /// PersistentVolumeClaim, ConfigMap); an object that exists already is left as it is.
+  /// RuntimeClass, PersistentVolumeClaim, ConfigMap, Pod); an object that exists already is left as it is.
   Result<void> apply_yaml_file(const std::filesystem::path& file) const;
   /// Creates one object of a kind apply_yaml_file knows.
   Result<void> apply(const nlohmann::json& object) const;
