@@ -17,6 +17,7 @@
 #include "apps/cmax/command.h"
 #include "apps/cmax/report_page.h"
 #include "cluster/kube_fanout.h"
+#include "cluster/kube_view.h"
 #include "cluster/merge.h"
 #include "cluster/slurm_fanout.h"
 #include "core/clock.h"
@@ -181,9 +182,11 @@ std::string self_path() { return core::self_executable().value_or("cmax"); }
 // Merges the nodes' answers, writes the run directory and prints the table and scorecard.
 int finish_cluster(const RunState& s, const std::string& dir, const std::string& why, const std::string& harness,
                    std::vector<cluster::NodeOutput> nodes, const audit::Floors& floors, const std::string& started,
-                   std::chrono::steady_clock::time_point t0, std::string fanout_log) {
+                   std::chrono::steady_clock::time_point t0, std::string fanout_log,
+                   std::vector<audit::Finding> cluster_view = {}) {
   core::SystemClock clock;
   auto run = cluster::merge_nodes(std::move(nodes), floors, clock);
+  for (auto& f : cluster_view) run.cluster_findings.push_back(std::move(f));
   run.harness = harness;
   run.started_at = started;
   run.finished_at = core::format_utc(clock.now());
@@ -316,8 +319,13 @@ int run_kubernetes(const RunState& s, const std::string& dir, const std::string&
   progress("");
   if (!fanned) return environment_error(fanned.error().message);
   if (s.dry_run) return 0;
+  // What the API says about the cluster as a whole: topology, dcgm-exporter, who holds nodes/proxy.
+  std::vector<std::string> selected;
+  for (const auto& n : *fanned) selected.push_back(n.node);
+  auto view = cluster::run_kube_view(sched::KubeClient(ko.api), selected, *floors, clock);
   return finish_cluster(s, dir, why, "kubernetes", std::move(*fanned), *floors, started, t0,
-                        fmt::format("kubernetes run {} in namespace {}, image {}\n", ko.pod.run_id, ko.pod.ns, ko.pod.image));
+                        fmt::format("kubernetes run {} in namespace {}, image {}\n", ko.pod.run_id, ko.pod.ns, ko.pod.image),
+                        std::move(view));
 }
 
 int run_main(const RunState& s) {

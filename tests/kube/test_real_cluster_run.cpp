@@ -149,3 +149,98 @@ TEST_F(ClusterRunRealApiServer, InANamespaceWhosePodSecurityRefusesTheCollectPod
 }
 
 }  // namespace
+
+namespace {
+
+// The cluster view of the same run, read from the real server: topology labels, the dcgm-exporter
+// DaemonSet and its image, who holds nodes/proxy. The test plays the DaemonSet controller (it
+// writes the status counts no controller-manager writes here).
+const json* cluster_finding(const json& run, const std::string& id) {
+  for (const auto& f : run["cluster_findings"])
+    if (f["id"] == id) return &f;
+  return nullptr;
+}
+
+TEST_F(ClusterRunRealApiServer, ClusterViewReadsTopologyDcgmExporterAndNodesProxyFromTheServer) {
+  for (const char* n : {"g1", "g2"})
+    ASSERT_TRUE(kube_->request("PATCH", std::string("/api/v1/nodes/") + n,
+                               R"({"metadata":{"labels":{"cloud.google.com/gce-topology-block":"b7"}}})",
+                               "application/merge-patch+json"));
+  ASSERT_TRUE(kube_->add_namespace("gpu-operator"));
+  json ds = {{"apiVersion", "apps/v1"},
+             {"kind", "DaemonSet"},
+             {"metadata", {{"name", "nvidia-dcgm-exporter"}, {"namespace", "gpu-operator"}}},
+             {"spec",
+              {{"selector", {{"matchLabels", {{"app", "nvidia-dcgm-exporter"}}}}},
+               {"template",
+                {{"metadata", {{"labels", {{"app", "nvidia-dcgm-exporter"}}}}},
+                 {"spec",
+                  {{"nodeSelector", {{"nvidia.com/gpu.present", "true"}}},
+                   {"containers", json::array({{{"name", "nvidia-dcgm-exporter"},
+                                                {"image", "nvcr.io/nvidia/k8s/dcgm-exporter:3.3.5-3.4.0-ubuntu22.04"}}})}}}}}}}};
+  ASSERT_TRUE(kube_->apply(ds));
+  auto set_status = [&](int desired, int ready) {
+    auto r = kube_->request(
+        "PATCH", "/apis/apps/v1/namespaces/gpu-operator/daemonsets/nvidia-dcgm-exporter/status",
+        fmt::format(R"({{"status":{{"desiredNumberScheduled":{},"currentNumberScheduled":{},"numberReady":{},"numberMisscheduled":0}}}})",
+                    desired, desired, ready),
+        "application/merge-patch+json");
+    ASSERT_TRUE(r && r->status == 200) << (r ? r->text : r.error().message);
+  };
+  set_status(3, 2);
+  // A monitoring stack that scrapes through the kubelet proxy.
+  ASSERT_TRUE(kube_->add_namespace("monitoring"));
+  for (const json& o : {
+           json{{"apiVersion", "v1"}, {"kind", "ServiceAccount"}, {"metadata", {{"name", "prometheus"}, {"namespace", "monitoring"}}}},
+           json{{"apiVersion", "rbac.authorization.k8s.io/v1"}, {"kind", "ClusterRole"}, {"metadata", {{"name", "prometheus"}}},
+                {"rules", json::array({{{"apiGroups", {""}}, {"resources", {"nodes/proxy", "nodes/metrics"}}, {"verbs", {"get"}}}})}},
+           json{{"apiVersion", "rbac.authorization.k8s.io/v1"}, {"kind", "ClusterRoleBinding"}, {"metadata", {{"name", "prometheus"}}},
+                {"roleRef", {{"apiGroup", "rbac.authorization.k8s.io"}, {"kind", "ClusterRole"}, {"name", "prometheus"}}},
+                {"subjects", json::array({{{"kind", "ServiceAccount"}, {"name", "prometheus"}, {"namespace", "monitoring"}}})}}})
+    ASSERT_TRUE(kube_->apply(o));
+
+  auto view = [&](const std::string& id) {
+    auto r = run({"--namespace", "cmax-collect", "--node-timeout-s", "2", "--run-id", id, "--out",
+                  (kube_->dir() / id).string(), "--json"});
+    auto j = json::parse(r.out, nullptr, false);
+    EXPECT_FALSE(j.is_discarded()) << r.out.substr(0, 300) << r.err;
+    return j;
+  };
+  auto before = view("before");
+  const json* topo = cluster_finding(before, "orchestration.kube.topology");
+  const json* running = cluster_finding(before, "monitoring.kube.dcgm_exporter");
+  const json* floor = cluster_finding(before, "security.kube.dcgm_exporter.floor");
+  const json* proxy = cluster_finding(before, "security.kube.nodes_proxy.holders");
+  ASSERT_TRUE(topo && running && floor && proxy) << before["cluster_findings"].dump(2);
+  EXPECT_EQ((*topo)["outcome"], "warn") << topo->dump();
+  EXPECT_NE((*topo)["reason"].get<std::string>().find("g3"), std::string::npos) << topo->dump();
+  EXPECT_EQ((*running)["outcome"], "warn") << running->dump();
+  EXPECT_EQ((*floor)["outcome"], "fail") << floor->dump();
+  EXPECT_EQ((*proxy)["outcome"], "fail") << proxy->dump();
+  EXPECT_NE((*proxy)["reason"].get<std::string>().find("ServiceAccount monitoring/prometheus"), std::string::npos)
+      << proxy->dump();
+
+  // The provider fixes all four; the same run now passes them.
+  ASSERT_TRUE(kube_->request("PATCH", "/api/v1/nodes/g3",
+                             R"({"metadata":{"labels":{"cloud.google.com/gce-topology-block":"b8"}}})",
+                             "application/merge-patch+json"));
+  ASSERT_TRUE(kube_->request(
+      "PATCH", "/apis/apps/v1/namespaces/gpu-operator/daemonsets/nvidia-dcgm-exporter",
+      R"({"spec":{"template":{"spec":{"containers":[{"name":"nvidia-dcgm-exporter","image":"nvcr.io/nvidia/k8s/dcgm-exporter:4.5.3-4.8.2-ubuntu22.04"}]}}}})",
+      "application/strategic-merge-patch+json"));
+  set_status(3, 3);
+  auto del = kube_->request("DELETE", "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/prometheus");
+  ASSERT_TRUE(del && del->status == 200);
+  auto after = view("after");
+  for (const char* id : {"orchestration.kube.topology", "monitoring.kube.dcgm_exporter", "security.kube.dcgm_exporter.floor",
+                         "security.kube.nodes_proxy.holders"}) {
+    const json* f = cluster_finding(after, id);
+    ASSERT_NE(f, nullptr) << id;
+    EXPECT_EQ((*f)["outcome"], "pass") << f->dump();
+  }
+  // What the real server's own bootstrap roles give nodes/proxy to: system identities only.
+  std::printf("[ measure  ] nodes/proxy on a fresh kube-apiserver v1.37: %s\n",
+              (*cluster_finding(after, "security.kube.nodes_proxy.holders"))["observed"].get<std::string>().c_str());
+}
+
+}  // namespace
