@@ -168,6 +168,10 @@ Result<KubeReply> KubeClient::send(std::string_view method, const std::string& p
   client->set_read_timeout(options_.timeout);
   client->set_write_timeout(options_.timeout);
   client->set_keep_alive(false);
+  // The request line and headers go out in one write and the body in another: with Nagle on, the
+  // body waits for the server's delayed ACK of the first, 40 ms on Linux (measured against a real
+  // kube-apiserver: every PATCH took 40 ms more than its GET).
+  client->set_tcp_nodelay(true);
   client->set_follow_location(false);
   client->set_url_encode(false);  // paths and queries are encoded by the caller, exactly once
 
