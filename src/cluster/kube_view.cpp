@@ -57,20 +57,34 @@ Items items_of(const Result<sched::KubeReply>& r, std::string_view what) {
   return out;
 }
 
+// Safe reads of API answers of any shape: a missing key or a value of another type reads as null,
+// an empty array or "" (nlohmann's value() and operator[] throw or assert on those).
+const json& at(const json& j, const char* key) {
+  static const json null;
+  if (!j.is_object()) return null;
+  auto it = j.find(key);
+  return it == j.end() ? null : *it;
+}
+const json& arr(const json& j, const char* key) {
+  static const json empty = json::array();
+  const json& v = at(j, key);
+  return v.is_array() ? v : empty;
+}
+std::string sval(const json& j, const char* key) {
+  const json& v = at(j, key);
+  return v.is_string() ? v.get<std::string>() : std::string();
+}
+
 std::string str(const json& j, std::initializer_list<const char*> path) {
-  const json* at = &j;
-  for (const char* k : path) {
-    if (!at->is_object() || !at->contains(k)) return "";
-    at = &(*at)[k];
-  }
-  return at->is_string() ? at->get<std::string>() : "";
+  const json* p = &j;
+  for (const char* k : path) p = &at(*p, k);
+  return p->is_string() ? p->get<std::string>() : "";
 }
 
 // An integer field of j[section] (status counts), 0 when absent: Kubernetes omits zero counts.
 long num(const json& j, const char* section, const char* key) {
-  if (!j.contains(section) || !j[section].is_object()) return 0;
-  auto it = j[section].find(key);
-  return it != j[section].end() && it->is_number_integer() ? it->get<long>() : 0;
+  const json& v = at(at(j, section), key);
+  return v.is_number_integer() ? v.get<long>() : 0;
 }
 
 Finding base(std::string id, Category c, Severity s, bool security, std::string title, std::string criterion,
@@ -144,8 +158,8 @@ Finding judge_kube_topology(const KubeViewAnswers& a, const std::vector<std::str
     if (!want.empty() && !want.count(name)) continue;
     ++considered;
     bool has_fine = false, has_clique = false, has_zone = false;
-    if (n["metadata"].contains("labels") && n["metadata"]["labels"].is_object())
-      for (const auto& [k, v] : n["metadata"]["labels"].items()) {
+    if (const json& labels = at(at(n, "metadata"), "labels"); labels.is_object())
+      for (const auto& [k, v] : labels.items()) {
         if (!v.is_string() || v.get<std::string>().empty()) continue;
         if (k == "nvidia.com/gpu.clique") has_clique = true;
         if (fine_topology_label(k)) {
@@ -211,19 +225,17 @@ struct ExporterSet {
 std::vector<ExporterSet> exporter_sets(const std::vector<json>& items) {
   std::vector<ExporterSet> out;
   for (const auto& ds : items) {
-    const json* spec = ds.contains("spec") ? &ds["spec"] : nullptr;
-    if (!spec || !(*spec).contains("template")) continue;
-    const json& pod = (*spec)["template"]["spec"];
+    const json& pod = at(at(at(ds, "spec"), "template"), "spec");
     std::string image;
     for (const char* list : {"containers", "initContainers"})
-      for (const auto& c : pod.value(list, json::array())) {
-        std::string img = c.value("image", "");
+      for (const auto& c : arr(pod, list)) {
+        std::string img = sval(c, "image");
         std::string repo = img.substr(0, img.find_first_of(":@", img.rfind('/') == std::string::npos ? 0 : img.rfind('/')));
         if (repo.ends_with("/dcgm-exporter") || repo == "dcgm-exporter") image = img;
       }
     if (image.empty()) continue;
     ExporterSet e{str(ds, {"metadata", "namespace"}), str(ds, {"metadata", "name"}), image};
-    e.status_read = ds.contains("status") && ds["status"].is_object() && ds["status"].contains("desiredNumberScheduled");
+    e.status_read = !at(at(ds, "status"), "desiredNumberScheduled").is_null();
     e.desired = num(ds, "status", "desiredNumberScheduled");
     e.ready = num(ds, "status", "numberReady");
     out.push_back(std::move(e));
@@ -366,13 +378,13 @@ Finding judge_nodes_proxy_holders(const KubeViewAnswers& a) {
       return f;
     }
   auto has = [](const json& rule, const char* key, std::initializer_list<const char*> any) {
-    for (const auto& v : rule.value(key, json::array()))
+    for (const auto& v : arr(rule, key))
       if (v.is_string() && std::find(any.begin(), any.end(), v.get<std::string>()) != any.end()) return true;
     return false;
   };
   std::set<std::string> granting;
   for (const auto& r : roles.items)
-    for (const auto& rule : r.value("rules", json::array()))
+    for (const auto& rule : arr(r, "rules"))
       if (has(rule, "apiGroups", {"", "*"}) && has(rule, "resources", {"nodes/proxy", "*", "*/proxy"}) &&
           has(rule, "verbs", {"get", "*"}))
         granting.insert(str(r, {"metadata", "name"}));
@@ -380,8 +392,8 @@ Finding judge_nodes_proxy_holders(const KubeViewAnswers& a) {
   for (const auto& b : bindings.items) {
     const std::string role = str(b, {"roleRef", "name"});
     if (str(b, {"roleRef", "kind"}) != "ClusterRole" || !granting.count(role)) continue;
-    for (const auto& s : b.value("subjects", json::array())) {
-      const std::string kind = s.value("kind", ""), name = s.value("name", ""), ns = s.value("namespace", "");
+    for (const auto& s : arr(b, "subjects")) {
+      const std::string kind = sval(s, "kind"), name = sval(s, "name"), ns = sval(s, "namespace");
       std::string who = kind == "ServiceAccount" ? fmt::format("ServiceAccount {}/{}", ns, name) : fmt::format("{} {}", kind, name);
       std::string line = fmt::format("{} (ClusterRole {} via ClusterRoleBinding {})", who, role, str(b, {"metadata", "name"}));
       const bool is_system = name.starts_with("system:") || (kind == "ServiceAccount" && ns == "kube-system");
