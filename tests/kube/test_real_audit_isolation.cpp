@@ -283,3 +283,56 @@ TEST_F(AuditIsolationRealApiServer, BadCredentialsLeaveEveryKubeFindingUnverifie
 }
 
 }  // namespace
+
+namespace {
+
+TEST_F(AuditIsolationRealApiServer, RwxStorageIsJudgedFromTheRealClassesAndClaims) {
+  auto rwx = [&]() {
+    auto r = audit_isolation({"--kube-api", kube_->url(), "--kube-token-file", kube_->tenant().token_file,
+                              "--kube-ca-file", kube_->ca_file(), "--namespace", "tenant-a", "--scope", "127.0.0.1",
+                              "--ports", "grafana", "--no-metadata", "--json"});
+    auto j = json::parse(r.out, nullptr, false);
+    EXPECT_FALSE(j.is_discarded()) << r.err;
+    const json* f = cmax::test::audit_finding(j, "storage.kube.rwx");
+    return f ? *f : json{};
+  };
+  // A least-privilege tenant may not list StorageClasses (cluster-scoped): nothing proves RWX.
+  auto refused = rwx();
+  EXPECT_EQ(refused["result"], "unverified") << refused.dump();
+  EXPECT_NE(refused.value("reason", "").find("403"), std::string::npos) << refused.dump();
+
+  // Most managed clusters let every tenant read the classes.
+  for (const json& o : {
+           json{{"apiVersion", "rbac.authorization.k8s.io/v1"}, {"kind", "ClusterRole"}, {"metadata", {{"name", "storage-reader"}}},
+                {"rules", json::array({{{"apiGroups", {"storage.k8s.io"}}, {"resources", {"storageclasses"}}, {"verbs", {"get", "list"}}}})}},
+           json{{"apiVersion", "rbac.authorization.k8s.io/v1"}, {"kind", "ClusterRoleBinding"}, {"metadata", {{"name", "storage-reader"}}},
+                {"roleRef", {{"apiGroup", "rbac.authorization.k8s.io"}, {"kind", "ClusterRole"}, {"name", "storage-reader"}}},
+                {"subjects", json::array({{{"kind", "Group"}, {"name", "system:serviceaccounts"}, {"apiGroup", "rbac.authorization.k8s.io"}}})}},
+           json{{"apiVersion", "storage.k8s.io/v1"}, {"kind", "StorageClass"}, {"metadata", {{"name", "gp3"}}}, {"provisioner", "ebs.csi.aws.com"}}})
+    ASSERT_TRUE(kube_->apply(o));
+  auto block = rwx();
+  EXPECT_EQ(block["result"], "warn") << block.dump();
+  EXPECT_NE(block.value("observed", "").find("gp3 (ebs.csi.aws.com)"), std::string::npos) << block.dump();
+
+  ASSERT_TRUE(kube_->apply({{"apiVersion", "storage.k8s.io/v1"}, {"kind", "StorageClass"}, {"metadata", {{"name", "nfs"}}},
+                            {"provisioner", "nfs.csi.k8s.io"}}));
+  auto shared = rwx();
+  EXPECT_EQ(shared["result"], "pass") << shared.dump();
+
+  // A Bound ReadWriteMany claim in the tenant's namespace proves it outright (the test plays the
+  // PV controller that would bind it).
+  ASSERT_TRUE(kube_->request("DELETE", "/apis/storage.k8s.io/v1/storageclasses/nfs"));
+  ASSERT_TRUE(kube_->apply({{"apiVersion", "v1"}, {"kind", "PersistentVolumeClaim"},
+                            {"metadata", {{"name", "shared"}, {"namespace", "tenant-a"}}},
+                            {"spec", {{"accessModes", {"ReadWriteMany"}}, {"storageClassName", "weka"},
+                                      {"resources", {{"requests", {{"storage", "1Ti"}}}}}}}}));
+  auto bound = kube_->request("PATCH", "/api/v1/namespaces/tenant-a/persistentvolumeclaims/shared/status",
+                              R"({"status":{"phase":"Bound","accessModes":["ReadWriteMany"],"capacity":{"storage":"1Ti"}}})",
+                              "application/merge-patch+json");
+  ASSERT_TRUE(bound && bound->status == 200) << (bound ? bound->text : bound.error().message);
+  auto claimed = rwx();
+  EXPECT_EQ(claimed["result"], "pass") << claimed.dump();
+  EXPECT_NE(claimed.value("observed", "").find("PVC shared is Bound ReadWriteMany"), std::string::npos) << claimed.dump();
+}
+
+}  // namespace
