@@ -27,8 +27,8 @@
 // annotation, or "cordoned" for someone else's cordon, so policy.h tells the two holds apart.
 //
 // Taints are a list, which a strategic merge patch would replace whole, so spec and metadata
-// change through one JSON Patch whose first op tests that spec is still as cmax read it (and the
-// resourceVersion when the node has no annotations map yet): a taint or cordon change made by
+// change through one JSON Patch whose first op tests that spec is still as cmax read it (and, for a
+// node without annotations, that it still has none: a "test" of null): a taint or cordon change made by
 // someone else since cmax read the node fails the patch (422) instead of being lost, and cmax reads
 // the node again and retries, a bounded number of times; a label, annotation or status write by
 // another controller (the kubelet, node-feature-discovery) is no conflict at all. Conditions merge

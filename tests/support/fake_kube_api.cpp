@@ -72,10 +72,14 @@ FakeKubeApi::FakeKubeApi(std::string name) : name_(std::move(name)) {
     std::lock_guard lock(mu_);
     if (!first_patch_) first_patch_ = std::chrono::steady_clock::now();
     try {
-      node_ = node_.patch(json::parse(req.body));
-    } catch (const json::exception& e) {
-      res.status = 409;
-      res.set_content(json{{"kind", "Status"}, {"code", 409}, {"message", e.what()}}.dump(), "application/json");
+      node_ = apply_json_patch(node_, json::parse(req.body));
+    } catch (const json::exception&) {
+      // What kube-apiserver v1.37 answers when an op, a "test" among them, fails.
+      res.status = 422;
+      res.set_content(json{{"kind", "Status"}, {"apiVersion", "v1"}, {"status", "Failure"}, {"reason", "Invalid"},
+                           {"code", 422}, {"message", "the server rejected our request due to an error in our request"}}
+                          .dump(),
+                      "application/json");
       return;
     }
     node_["metadata"]["resourceVersion"] = std::to_string(++version_);
@@ -285,6 +289,19 @@ json make_node(const std::string& name, json labels, const std::string& ready, b
             {"status", {{"conditions", json::array({{{"type", "Ready"}, {"status", ready}}})}}}};
   if (unschedulable) node["spec"]["unschedulable"] = true;
   return node;
+}
+
+json apply_json_patch(const json& doc, const json& ops) {
+  json kept = json::array();
+  for (const auto& op : ops) {
+    if (op.is_object() && op.value("op", "") == "test" && op.contains("value") && op["value"].is_null()) {
+      const json::json_pointer ptr(op.value("path", ""));
+      if (!doc.contains(ptr) || doc.at(ptr).is_null()) continue;  // absent: the test passes
+      throw json::other_error::create(501, "unsuccessful: " + op.dump(), nullptr);
+    }
+    kept.push_back(op);
+  }
+  return doc.patch(kept);
 }
 
 json make_pod(const std::string& name, const std::string& node, bool daemonset, const std::string& phase) {

@@ -104,6 +104,11 @@ class FakeKubeApi {
 
 /// A Node for add_node: `name` with `labels`, condition Ready `ready` ("True", "False",
 /// "Unknown"), cordoned when `unschedulable`.
+/// Applies an RFC 6902 JSON Patch as kube-apiserver does (evanphx/json-patch): like nlohmann's
+/// patch(), except that a "test" of null passes when the path is missing (the way to test that a
+/// member is absent). Throws json::exception when an op fails, as patch() does.
+nlohmann::json apply_json_patch(const nlohmann::json& doc, const nlohmann::json& ops);
+
 nlohmann::json make_node(const std::string& name, nlohmann::json labels, const std::string& ready = "True",
                          bool unschedulable = false);
 

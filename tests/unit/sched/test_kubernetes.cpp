@@ -41,6 +41,7 @@
 #include "sched/kubernetes.h"
 #include "sched/kubernetes_parse.h"
 #include "sched/policy.h"
+#include "support/fake_kube_api.h"
 #include "support/temp_host.h"
 
 using namespace cmax::sched;
@@ -223,7 +224,7 @@ class FakeApi {
       return answer(res, refusal["code"].get<int>(), refusal);
     }
     try {
-      json patched = n->patch(json::parse(req.body));
+      json patched = cmax::test::apply_json_patch(*n, json::parse(req.body));
       bump(patched);
       *n = std::move(patched);
       answer(res, 200, *n);
@@ -534,6 +535,32 @@ TEST_F(KubeApi, DrainOfANodeWithoutTaintsOrAnnotationsAddsTheLists) {
   EXPECT_EQ(taint_keys("n1"), json({"cmax.io/unhealthy"}));
   EXPECT_EQ(api_.node("n1")["metadata"]["annotations"],
             json({{"cmax.io/reason", "cmax: Xid 79"}, {"cmax.io/cordoned", "true"}}));
+}
+
+TEST_F(KubeApi, ANodeWithoutAnnotationsIsGuardedByATestOfNullNotTheResourceVersion) {
+  json bare = gpu_node("n1");
+  bare["metadata"].erase("annotations");
+  api_.put(bare);
+  // A labeller writes between cmax's read and its patch: no conflict. An annotation someone adds
+  // in that window is one (cmax's patch adds the whole map), and survives cmax's retry.
+  api_.after_next_get([](json& n) { n["metadata"]["labels"]["feature.node.kubernetes.io/x"] = "1"; });
+  auto a = scheduler().drain("n1", "Xid 79");
+  ASSERT_TRUE(a) << a.error().message;
+  EXPECT_EQ(a->attempts, 1);
+  EXPECT_NE(a->argv.at(2).find(R"({"op":"test","path":"/metadata/annotations","value":null})"), std::string::npos)
+      << a->argv.at(2);
+  EXPECT_EQ(a->argv.at(2).find("resourceVersion"), std::string::npos) << a->argv.at(2);
+
+  ASSERT_TRUE(scheduler().resume("n1", Force::kNo));
+  json again = api_.node("n1");
+  again["metadata"].erase("annotations");
+  api_.put(again);
+  api_.after_next_get([](json& n) { n["metadata"]["annotations"] = {{"ops.example.com/owner", "infra"}}; });
+  auto b = scheduler().drain("n1", "Xid 48");
+  ASSERT_TRUE(b) << b.error().message;
+  EXPECT_EQ(b->attempts, 2);
+  EXPECT_EQ(api_.node("n1")["metadata"]["annotations"].value("ops.example.com/owner", ""), "infra");
+  EXPECT_EQ(api_.node("n1")["metadata"]["annotations"].value("cmax.io/reason", ""), "cmax: Xid 48");
 }
 
 TEST_F(KubeApi, DrainTwiceSendsNoSecondPatch) {
