@@ -10,6 +10,8 @@
 
 #include <chrono>
 #include <fstream>
+#include <regex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -333,6 +335,93 @@ TEST_F(AuditIsolationRealApiServer, RwxStorageIsJudgedFromTheRealClassesAndClaim
   auto claimed = rwx();
   EXPECT_EQ(claimed["result"], "pass") << claimed.dump();
   EXPECT_NE(claimed.value("observed", "").find("PVC shared is Bound ReadWriteMany"), std::string::npos) << claimed.dump();
+}
+
+}  // namespace
+
+namespace {
+
+// The contract test's recorded answers (tests/golden/kube_review, served by
+// tests/support/fake_kube_reviews.h) against what this real server answers in the same situation:
+// same kinds, codes, reasons, status fields and message grammar.
+json recorded(const std::string& name) {
+  std::ifstream in(std::string(CMAX_SOURCE_DIR) + "/tests/golden/kube_review/" + name);
+  return json::parse(in, nullptr, false);
+}
+
+std::set<std::string> keys(const json& j) {
+  std::set<std::string> k;
+  if (j.is_object())
+    for (const auto& [key, v] : j.items()) k.insert(key);
+  return k;
+}
+
+TEST_F(AuditIsolationRealApiServer, TheContractTestsRecordedAnswersHaveTheRealServersShape) {
+  const auto& tenant = kube_->tenant();
+  auto post = [&](const std::string& path, const json& body, const std::string& token) {
+    auto r = kube_->request("POST", path, body.dump(), "application/json", token);
+    EXPECT_TRUE(r);
+    return r ? r->body : json{};
+  };
+  // An allowed access review: the RBAC authorizer's reason names the binding.
+  auto allowed = post("/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+                      {{"apiVersion", "authorization.k8s.io/v1"}, {"kind", "SelfSubjectAccessReview"},
+                       {"spec", {{"resourceAttributes", {{"namespace", "tenant-b"}, {"verb", "get"}, {"resource", "secrets"}}}}}},
+                      loose_token_);
+  auto rec_allowed = recorded("ssar_allowed.json");
+  EXPECT_EQ(allowed["kind"], rec_allowed["kind"]);
+  EXPECT_EQ(allowed["apiVersion"], rec_allowed["apiVersion"]);
+  EXPECT_EQ(keys(allowed["status"]), keys(rec_allowed["status"])) << allowed.dump();
+  EXPECT_TRUE(std::regex_search(allowed["status"].value("reason", ""), std::regex(R"(^RBAC: allowed by RoleBinding ".+/.+" of Role ".+" to ServiceAccount ".+/.+")")))
+      << allowed.dump() << " vs recorded " << rec_allowed["status"]["reason"];
+  // A plain no: only allowed=false.
+  auto no = post("/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+                 {{"apiVersion", "authorization.k8s.io/v1"}, {"kind", "SelfSubjectAccessReview"},
+                  {"spec", {{"resourceAttributes", {{"verb", "get"}, {"resource", "nodes"}, {"subresource", "proxy"}}}}}},
+                 tenant.token);
+  EXPECT_EQ(keys(no["status"]), keys(recorded("ssar_not_allowed.json")["status"])) << no.dump();
+  EXPECT_EQ(no["status"]["allowed"], false);
+  // A rules review: the fields the recorded ones carry (incomplete, resource and non-resource rules).
+  auto rules = post("/apis/authorization.k8s.io/v1/selfsubjectrulesreviews",
+                    {{"apiVersion", "authorization.k8s.io/v1"}, {"kind", "SelfSubjectRulesReview"}, {"spec", {{"namespace", "tenant-a"}}}},
+                    tenant.token);
+  auto rec_rules = recorded("ssrr_complete.json");
+  EXPECT_EQ(rules["kind"], rec_rules["kind"]);
+  EXPECT_EQ(keys(rules["status"]), keys(rec_rules["status"])) << rules["status"].dump() << " vs " << rec_rules["status"].dump();
+  // Refusals: RBAC's and Pod Security's 403 Status objects.
+  auto rbac = kube_->request("POST", "/api/v1/namespaces/kube-system/pods?dryRun=All",
+                             cmax::isolation::risky_pod_body(cmax::isolation::risky_pods()[0], "kube-system"),
+                             "application/json", tenant.token);
+  ASSERT_TRUE(rbac);
+  auto rec_rbac = recorded("status_403_rbac_pods.json");
+  EXPECT_EQ(rbac->status, rec_rbac["code"]);
+  EXPECT_EQ(keys(rbac->body), keys(rec_rbac)) << rbac->text;
+  EXPECT_EQ(rbac->body["reason"], rec_rbac["reason"]);
+  EXPECT_TRUE(std::regex_search(rbac->body.value("message", ""),
+                                std::regex(R"(^pods is forbidden: User "system:serviceaccount:[^"]+" cannot create resource "pods" in API group "" in the namespace "[^"]+"$)")))
+      << rbac->text;
+  auto psa = kube_->request("POST", cmax::isolation::dry_run_pod_path("tenant-a"),
+                            cmax::isolation::risky_pod_body(cmax::isolation::risky_pods()[1], "tenant-a"), "application/json",
+                            tenant.token);
+  ASSERT_TRUE(psa);
+  auto rec_psa = recorded("status_403_podsecurity.json");
+  EXPECT_EQ(psa->status, rec_psa["code"]);
+  EXPECT_EQ(keys(psa->body), keys(rec_psa)) << psa->text;
+  EXPECT_EQ(keys(psa->body["details"]), keys(rec_psa["details"])) << psa->text;
+  EXPECT_TRUE(std::regex_search(psa->body.value("message", ""),
+                                std::regex(R"(^pods "[^"]+" is forbidden: violates PodSecurity "baseline:latest": hostPath volumes \(volume "[^"]+"\))")))
+      << psa->text;
+  // An admitted dry-run create: a Pod with a generated name, nothing stored.
+  auto created = kube_->request("POST", cmax::isolation::dry_run_pod_path("tenant-b"),
+                                cmax::isolation::risky_pod_body(cmax::isolation::risky_pods()[0], "tenant-b"),
+                                "application/json", loose_token_);
+  ASSERT_TRUE(created);
+  EXPECT_EQ(created->status, 201) << created->text;
+  EXPECT_EQ(created->body["kind"], recorded("pod_created_dry_run.json")["kind"]);
+  EXPECT_FALSE(created->body["metadata"].value("name", "").empty());
+  auto listed = kube_->get("/api/v1/namespaces/tenant-b/pods");
+  ASSERT_TRUE(listed);
+  EXPECT_TRUE((*listed)["items"].empty()) << "dryRun=All stores nothing";
 }
 
 }  // namespace
