@@ -22,6 +22,7 @@
 
 #include <fmt/format.h>
 
+#include "latency_stats.h"
 #include "support/daemon.h"
 #include "support/kmsg.h"
 #include "support/slurm_cluster.h"
@@ -30,18 +31,6 @@ namespace {
 
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
-
-double percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  auto i = static_cast<std::size_t>(p / 100.0 * static_cast<double>(v.size() - 1) + 0.5);
-  return v[std::min(i, v.size() - 1)];
-}
-
-void report(const char* what, const std::vector<double>& v) {
-  std::printf("%-46s n=%zu  p50 %7.2f ms  p90 %7.2f ms  p99 %7.2f ms  max %7.2f ms\n", what, v.size(),
-              percentile(v, 50), percentile(v, 90), percentile(v, 99), v.empty() ? 0.0 : *std::max_element(v.begin(), v.end()));
-}
 
 // utime+stime in clock ticks, and VmRSS / VmHWM in KiB, of a process.
 struct ProcUsage {
@@ -149,9 +138,9 @@ int main(int argc, char** argv) {
       }
   }
   std::printf("cmaxd latency over %d injected Xid 79s (%d never seen drained within 5 s)\n", n, timeouts);
-  report("kmsg write -> scontrol show node says DRAIN", visible);
-  report("record read -> drain called (cmaxd's log)", called);
-  report("record read -> scontrol update returned", returned);
+  cmax::bench::report("kmsg write -> scontrol show node says DRAIN", visible);
+  cmax::bench::report("record read -> drain called (cmaxd's log)", called);
+  cmax::bench::report("record read -> scontrol update returned", returned);
   std::printf("anchor (published, Kubernetes): NVSentinel event -> cordon p50 370 ms, p99 500 ms\n");
 
   // 2. idle cost

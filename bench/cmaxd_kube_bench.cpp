@@ -25,6 +25,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sched/kubernetes.h"
+#include "latency_stats.h"
 #include "support/daemon.h"
 #include "support/kmsg.h"
 #include "support/kube_cluster.h"
@@ -35,18 +36,6 @@ namespace {
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 using json = nlohmann::json;
-
-double percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  auto i = static_cast<std::size_t>(p / 100.0 * static_cast<double>(v.size() - 1) + 0.5);
-  return v[std::min(i, v.size() - 1)];
-}
-
-void report(const char* what, const std::vector<double>& v) {
-  std::printf("%-58s n=%zu  p50 %7.2f ms  p90 %7.2f ms  p99 %7.2f ms  max %7.2f ms\n", what, v.size(), percentile(v, 50),
-              percentile(v, 90), percentile(v, 99), v.empty() ? 0.0 : *std::max_element(v.begin(), v.end()));
-}
 
 bool held(const json& n) {
   if (!n["spec"].value("unschedulable", false)) return false;
@@ -151,10 +140,10 @@ int main(int argc, char** argv) {
       }
   }
   std::printf("cmaxd on a real kube-apiserver v1.37: %d injected Xid 79s (%d never seen held within 10 s)\n", n, timeouts);
-  report("kmsg write -> Node cordoned and tainted (GET from the API)", cordoned);
-  report("kmsg write -> CmaxHealthy=False (GET from the API)", conditioned);
-  report("record read -> scheduler called (cmaxd's log)", called);
-  report("record read -> node patch and status patch returned", returned);
+  cmax::bench::report("kmsg write -> Node cordoned and tainted (GET from the API)", cordoned, 58);
+  cmax::bench::report("kmsg write -> CmaxHealthy=False (GET from the API)", conditioned, 58);
+  cmax::bench::report("record read -> scheduler called (cmaxd's log)", called, 58);
+  cmax::bench::report("record read -> node patch and status patch returned", returned, 58);
   std::printf("anchor (published, Kubernetes): NVSentinel event -> cordon p50 370 ms, p99 500 ms\n");
   ::close(fd);
   return timeouts == 0 ? 0 : 1;

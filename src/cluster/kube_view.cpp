@@ -75,6 +75,14 @@ std::string sval(const json& j, const char* key) {
   return v.is_string() ? v.get<std::string>() : std::string();
 }
 
+// True (and `f` unverified, with why) when the list could not be read or its API is not served.
+bool unreadable(const Items& items, std::string_view api, Finding& f) {
+  if (items.problem.empty() && !items.absent) return false;
+  f.outcome = Outcome::unverified;
+  f.reason = items.absent ? fmt::format("the API server has no {}", api) : items.problem;
+  return true;
+}
+
 std::string str(const json& j, std::initializer_list<const char*> path) {
   const json* p = &j;
   for (const char* k : path) p = &at(*p, k);
@@ -255,11 +263,7 @@ Finding judge_dcgm_exporter_daemonset(const KubeViewAnswers& a, std::size_t gpu_
                    "GET /apis/apps/v1/daemonsets");
   f.expected = fmt::format("ready on {} GPU node(s)", gpu_nodes);
   Items ds = items_of(a.daemonsets, "daemonsets");
-  if (!ds.problem.empty() || ds.absent) {
-    f.outcome = Outcome::unverified;
-    f.reason = ds.absent ? "the API server has no apps/v1 daemonsets" : ds.problem;
-    return f;
-  }
+  if (unreadable(ds, "apps/v1 daemonsets", f)) return f;
   auto sets = exporter_sets(ds.items);
   if (sets.empty()) {
     f.outcome = Outcome::fail;
@@ -309,11 +313,7 @@ Finding judge_dcgm_exporter_floor(const KubeViewAnswers& a, const audit::Floors&
                    "Upgrade dcgm-exporter (image nvcr.io/nvidia/k8s/dcgm-exporter) to the floor or newer.",
                    "GET /apis/apps/v1/daemonsets");
   Items ds = items_of(a.daemonsets, "daemonsets");
-  if (!ds.problem.empty() || ds.absent) {
-    f.outcome = Outcome::unverified;
-    f.reason = ds.absent ? "the API server has no apps/v1 daemonsets" : ds.problem;
-    return f;
-  }
+  if (unreadable(ds, "apps/v1 daemonsets", f)) return f;
   auto sets = exporter_sets(ds.items);
   if (sets.empty()) {
     f.outcome = Outcome::not_applicable;
@@ -372,11 +372,7 @@ Finding judge_nodes_proxy_holders(const KubeViewAnswers& a) {
   Items roles = items_of(a.clusterroles, "clusterroles");
   Items bindings = items_of(a.clusterrolebindings, "clusterrolebindings");
   for (const Items* it : {&roles, &bindings})
-    if (!it->problem.empty() || it->absent) {
-      f.outcome = Outcome::unverified;
-      f.reason = it->absent ? "the API server has no RBAC API" : it->problem;
-      return f;
-    }
+    if (unreadable(*it, "RBAC API", f)) return f;
   auto has = [](const json& rule, const char* key, std::initializer_list<const char*> any) {
     for (const auto& v : arr(rule, key))
       if (v.is_string() && std::find(any.begin(), any.end(), v.get<std::string>()) != any.end()) return true;

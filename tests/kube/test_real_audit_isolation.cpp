@@ -22,6 +22,7 @@
 #include "integration/audit_json_util.h"
 #include "isolation/kube_review.h"
 #include "support/kube_cluster.h"
+#include "support/kube_test.h"
 
 namespace {
 
@@ -150,13 +151,11 @@ bool really_allowed(const KubeCluster& kube, const Attempt& a, const std::string
   return r->status != 403;
 }
 
-class AuditIsolationRealApiServer : public ::testing::Test {
+class AuditIsolationRealApiServer : public cmax::test::RealApiServerTest {
  protected:
   void SetUp() override {
-    if (auto why = KubeCluster::unavailable()) GTEST_SKIP() << *why;
-    auto k = KubeCluster::start();
-    ASSERT_TRUE(k) << k.error().message;
-    kube_ = std::move(*k);
+    RealApiServerTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
     // A loose tenant: its namespace runs privileged pods, and it was given more than it should.
     ASSERT_TRUE(kube_->add_namespace("tenant-b", {{"pod-security.kubernetes.io/enforce", "privileged"}}));
     for (const json& o : {
@@ -224,7 +223,6 @@ class AuditIsolationRealApiServer : public ::testing::Test {
     }
   }
 
-  std::unique_ptr<KubeCluster> kube_;
   std::string loose_token_, loose_token_file_;
 };
 
@@ -233,6 +231,27 @@ TEST_F(AuditIsolationRealApiServer, VerdictsOfALeastPrivilegeTenantMatchWhatItCa
   expect_verdicts_match_reality(kube_->tenant().token_file, kube_->tenant().token, "tenant-a", kube_->tenant().user,
                                 &allowed);
   EXPECT_EQ(allowed, 0) << "the tenant of tenant-a holds nothing dangerous";
+}
+
+TEST_F(AuditIsolationRealApiServer, ATenantsKubeconfigGivesTheSameVerdictsAsTheFlags) {
+  // The harness's kubeconfig: server, certificate-authority (a file), user tokenFile, namespace.
+  auto by_flags = audit_isolation({"--kube-api", kube_->url(), "--kube-token-file", kube_->tenant().token_file,
+                                   "--kube-ca-file", kube_->ca_file(), "--namespace", "tenant-a", "--scope", "127.0.0.1",
+                                   "--ports", "grafana", "--no-metadata", "--json"});
+  auto by_config = audit_isolation({"--kubeconfig", kube_->tenant().kubeconfig, "--scope", "127.0.0.1", "--ports",
+                                    "grafana", "--no-metadata", "--json"});
+  ASSERT_NE(by_config.code, 3) << by_config.err;
+  EXPECT_NE(by_config.err.find("context tenant of " + kube_->tenant().kubeconfig), std::string::npos) << by_config.err;
+  auto a = json::parse(by_flags.out, nullptr, false), b = json::parse(by_config.out, nullptr, false);
+  ASSERT_FALSE(a.is_discarded() || b.is_discarded());
+  int compared = 0;
+  for (const auto& f : a["findings"]) {
+    const std::string id = f["id"];
+    if (!id.starts_with("isolation.kube.")) continue;
+    ++compared;
+    EXPECT_EQ(cmax::test::audit_result(b, id), f["result"].get<std::string>()) << id;
+  }
+  EXPECT_GE(compared, 20);
 }
 
 TEST_F(AuditIsolationRealApiServer, VerdictsOfALooseTenantMatchWhatItCanReallyDo) {

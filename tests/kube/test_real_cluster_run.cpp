@@ -21,6 +21,7 @@
 
 #include "core/process.h"
 #include "support/kube_cluster.h"
+#include "support/kube_test.h"
 
 namespace {
 
@@ -28,13 +29,11 @@ using json = nlohmann::json;
 using namespace std::chrono_literals;
 using cmax::test::KubeCluster;
 
-class ClusterRunRealApiServer : public ::testing::Test {
+class ClusterRunRealApiServer : public cmax::test::RealApiServerTest {
  protected:
   void SetUp() override {
-    if (auto why = KubeCluster::unavailable()) GTEST_SKIP() << *why;
-    auto k = KubeCluster::start();
-    ASSERT_TRUE(k) << k.error().message;
-    kube_ = std::move(*k);
+    RealApiServerTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
     for (const char* n : {"g1", "g2", "g3"})
       ASSERT_TRUE(kube_->add_node({.name = n, .labels = {{"nvidia.com/gpu.present", "true"}}}));
     ASSERT_TRUE(kube_->add_node({.name = "cpu1", .gpus = 0}));
@@ -52,7 +51,6 @@ class ClusterRunRealApiServer : public ::testing::Test {
     return r ? *r : cmax::core::ProcessResult{};
   }
 
-  std::unique_ptr<KubeCluster> kube_;
 };
 
 // The fields of a pod spec that decide what the collect can see on the node.

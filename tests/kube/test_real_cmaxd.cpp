@@ -22,22 +22,17 @@
 #include "support/daemon.h"
 #include "support/kmsg.h"
 #include "support/kube_cluster.h"
+#include "support/kube_test.h"
 #include "support/temp_host.h"
 
 namespace {
 
+using cmax::test::has_taint;
 using json = nlohmann::json;
 using namespace std::chrono_literals;
 using cmax::sched::Force;
 using cmax::sched::KubernetesScheduler;
 using cmax::test::KubeCluster;
-
-bool has_taint(const json& node, const std::string& key) {
-  if (!node["spec"].contains("taints")) return false;
-  for (const auto& t : node["spec"]["taints"])
-    if (t.value("key", "") == key) return true;
-  return false;
-}
 
 const json* condition(const json& node, const std::string& type) {
   if (!node.contains("status") || !node["status"].contains("conditions")) return nullptr;
@@ -46,15 +41,12 @@ const json* condition(const json& node, const std::string& type) {
   return nullptr;
 }
 
-class CmaxdRealApiServer : public ::testing::Test {
+class CmaxdRealApiServer : public cmax::test::RealApiServerTest {
  protected:
   void SetUp() override {
-    if (auto why = KubeCluster::unavailable()) GTEST_SKIP() << *why;
-    auto k = KubeCluster::start();
-    ASSERT_TRUE(k) << k.error().message;
-    kube_ = std::move(*k);
+    RealApiServerTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
   }
-  std::unique_ptr<KubeCluster> kube_;
 };
 
 TEST_F(CmaxdRealApiServer, DrainCordonsTaintsSetsTheConditionThroughStatusAndResumeRemovesOnlyItsOwn) {

@@ -17,20 +17,16 @@
 #include "core/process.h"
 #include "support/daemon.h"
 #include "support/kube_cluster.h"
+#include "support/kube_test.h"
 #include "support/ports.h"
 
 namespace {
 
+using cmax::test::has_taint;
 using json = nlohmann::json;
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 using cmax::test::KubeCluster;
-
-bool has_taint(const json& node, const std::string& key) {
-  for (const auto& t : node["spec"].value("taints", json::array()))
-    if (t.value("key", "") == key) return true;
-  return false;
-}
 
 const json* stage(const json& report, const std::string& name) {
   if (!report.is_object() || report["nodes"].empty() || !report["nodes"][0].contains("stages")) return nullptr;
@@ -48,14 +44,12 @@ json pod(const std::string& name, const std::string& ns, const std::string& node
             {"containers", json::array({{{"name", "c"}, {"image", "registry.k8s.io/pause:3.10"}}})}}}};
 }
 
-class DrillRealApiServer : public ::testing::Test {
+class DrillRealApiServer : public cmax::test::RealApiServerTest {
  protected:
   void SetUp() override {
-    if (auto why = KubeCluster::unavailable()) GTEST_SKIP() << *why;
     if (::access("/dev/kmsg", W_OK) != 0) GTEST_SKIP() << "needs root to write /dev/kmsg";
-    auto k = KubeCluster::start();
-    ASSERT_TRUE(k) << k.error().message;
-    kube_ = std::move(*k);
+    RealApiServerTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
     ASSERT_TRUE(kube_->add_node({.name = "k1", .labels = {{"nvidia.com/gpu.present", "true"}}}));
     // The GPU pool's dedicated taint, there before the drill: not a drain.
     auto pre = kube_->request(
@@ -102,7 +96,6 @@ class DrillRealApiServer : public ::testing::Test {
     return false;
   }
 
-  std::unique_ptr<KubeCluster> kube_;
   int runs_ = 0;
 };
 
