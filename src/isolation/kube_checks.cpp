@@ -196,6 +196,25 @@ Finding judge_admission(const RiskyPod& pod, std::string_view ns,
   return f;
 }
 
+namespace {
+
+// obj[section][key] (obj[key] when section is null) when it is a string, else "": answers of any
+// shape, since nlohmann's value() throws on a member of another type.
+std::string string_in(const nlohmann::json& obj, const char* section, const char* key) {
+  const nlohmann::json* at = &obj;
+  if (section) {
+    if (!at->is_object() || !at->contains(section)) return "";
+    at = &(*at)[section];
+  }
+  if (!at->is_object()) return "";
+  auto it = at->find(key);
+  return it != at->end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+std::string or_default(std::string s, const char* fallback) { return s.empty() ? fallback : s; }
+
+}  // namespace
+
 Finding judge_rwx_storage(std::string_view ns, const Result<sched::KubeReply>& classes,
                           const Result<sched::KubeReply>& claims) {
   Finding f;
@@ -222,12 +241,12 @@ Finding judge_rwx_storage(std::string_view ns, const Result<sched::KubeReply>& c
         if (pvc.contains("spec") && pvc["spec"].is_object() && pvc["spec"].contains("accessModes") &&
             pvc["spec"]["accessModes"].is_array())
           for (const auto& m : pvc["spec"]["accessModes"]) rwx = rwx || m == "ReadWriteMany";
-        bool bound = pvc.contains("status") && pvc["status"].is_object() && pvc["status"].value("phase", "") == "Bound";
+        bool bound = pvc.contains("status") && pvc["status"].is_object() && string_in(pvc, "status", "phase") == "Bound";
         if (rwx && bound) {
           f.outcome = Outcome::pass;
           f.observed = fmt::format("PVC {} is Bound ReadWriteMany (class {})",
-                                   pvc.contains("metadata") && pvc["metadata"].is_object() ? pvc["metadata"].value("name", "?") : "?",
-                                   pvc["spec"].value("storageClassName", "default"));
+                                   or_default(string_in(pvc, "metadata", "name"), "?"),
+                                   or_default(string_in(pvc, "spec", "storageClassName"), "default"));
           return f;
         }
       }
@@ -249,8 +268,8 @@ Finding judge_rwx_storage(std::string_view ns, const Result<sched::KubeReply>& c
   std::vector<std::string> rwx, block;
   for (const auto& sc : doc["items"]) {
     if (!sc.is_object()) continue;
-    std::string name = sc.contains("metadata") && sc["metadata"].is_object() ? sc["metadata"].value("name", "?") : "?";
-    std::string prov = sc.value("provisioner", "");
+    std::string name = or_default(string_in(sc, "metadata", "name"), "?");
+    std::string prov = string_in(sc, nullptr, "provisioner");
     (rwx_provisioner(prov) ? rwx : block).push_back(fmt::format("{} ({})", name, prov));
   }
   if (!rwx.empty()) {

@@ -187,6 +187,15 @@ TEST(KubeRwxStorage, ABoundClaimOrASharedFilesystemClassPassesBlockClassesWarnAn
   EXPECT_EQ(f.outcome, Outcome::unverified);
   EXPECT_NE(f.reason.find("list storageclasses"), std::string::npos);
   EXPECT_EQ(judge_rwx_storage("default", reply(200, "not json"), reply(200, no_claims)).outcome, Outcome::unverified);
+  // Members of another type (a proxy or a broken webhook rewrote them) are read as absent, never a throw.
+  const std::string odd_claims =
+      R"({"items":[{"metadata":{"name":7},"spec":{"accessModes":["ReadWriteMany"],"storageClassName":[]},"status":{"phase":1}},)"
+      R"({"metadata":"x","spec":{"accessModes":["ReadWriteMany"]},"status":{"phase":"Bound"}}]})";
+  f = judge_rwx_storage("default", reply(200, list({R"({"metadata":{"name":3},"provisioner":9})"})), reply(200, odd_claims));
+  EXPECT_EQ(f.outcome, Outcome::pass);  // the second claim is Bound RWX
+  EXPECT_NE(f.observed.find("PVC ? is Bound ReadWriteMany (class default)"), std::string::npos) << f.observed;
+  f = judge_rwx_storage("default", reply(200, list({R"({"metadata":{"name":3},"provisioner":9})"})), reply(200, no_claims));
+  EXPECT_EQ(f.outcome, Outcome::warn);
 }
 
 }  // namespace
