@@ -3,7 +3,8 @@
 // kubeconfig files (yaml-cpp) with their base64 CA data. Invariants: no crash or escaping
 // exception on any bytes; a chosen kubeconfig context has a server; a parsed node
 // has a name; a hold patch and a release patch built from it are valid JSON arrays whose first op
-// tests the resourceVersion read; a drill view has a name and a known base state.
+// tests what was read (spec, or the resourceVersion when no spec was), with a test of null on
+// /metadata/annotations when the node had none; a drill view has a name and a known base state.
 
 #include <cstddef>
 #include <cstdint>
@@ -22,10 +23,17 @@ void check(bool ok) {
   if (!ok) std::abort();
 }
 
-void check_patch(const std::string& text, const std::string& version) {
+void check_patch(const std::string& text, const cmax::sched::kube::Node& node) {
   auto j = nlohmann::json::parse(text, nullptr, false);
-  check(!j.is_discarded() && j.is_array());
-  if (!j.empty()) check(j[0].value("op", "") == "test" && j[0].value("value", "") == version);
+  check(!j.is_discarded() && j.is_array() && !j.empty());
+  const auto& first = j[0];
+  check(first.is_object() && first.value("op", "") == "test");
+  if (node.spec_json.empty())
+    check(first.value("path", "") == "/metadata/resourceVersion" && first["value"] == node.resource_version);
+  else
+    check(first.value("path", "") == "/spec" && first["value"] == nlohmann::json::parse(node.spec_json));
+  if (!node.has_annotations)
+    check(j.size() > 1 && j[1].value("path", "") == "/metadata/annotations" && j[1]["value"].is_null());
 }
 
 }  // namespace
@@ -41,10 +49,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (auto node = kube::parse_node(in)) {
     check(!node->state.name.empty());
     check_patch(kube::hold_patch(*node, "cmax: Xid 79 (fuzz)", kube::Hold::kFault, "NoExecute", "2026-12-03T00:00:00Z"),
-                node->resource_version);
+                *node);
     check_patch(kube::hold_patch(*node, "cmax: Xid 79 (fuzz)", kube::Hold::kReboot, "NoExecute", "2026-12-03T00:00:00Z"),
-                node->resource_version);
-    check_patch(kube::release_patch(*node, true), node->resource_version);
+                *node);
+    check_patch(kube::release_patch(*node, true), *node);
   }
   if (auto page = kube::parse_node_list(in))
     for (const auto& n : page->nodes) check(!n.name.empty());
