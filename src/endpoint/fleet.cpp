@@ -156,4 +156,8 @@ const PrefixCache& Fleet::cache(int replica) const { return impl_->caches.at(sta
 const FleetConfig& Fleet::config() const { return impl_->config; }
 std::vector<int> Fleet::running() const { return impl_->load; }
 
+void Fleet::flush_caches() {
+  for (auto& c : impl_->caches) c = PrefixCache(impl_->config.cache_blocks);
+}
+
 }  // namespace cmax::endpoint

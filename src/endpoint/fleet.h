@@ -96,6 +96,9 @@ class Fleet {
   /// Sequences running (prefilling or decoding) per replica now. Counts every request admitted
   /// and not yet finished, including those the model queued for a free decode slot.
   std::vector<int> running() const;
+  /// Empties every replica's prefix cache (an engine's /flush_cache); the router's own view and the
+  /// requests running stay.
+  void flush_caches();
   /// Replica `replica`'s prefix cache (0 <= replica < replicas), for counters and tests.
   const PrefixCache& cache(int replica) const;
 

@@ -20,7 +20,14 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
+#include "core/clock.h"
 #include "endpoint/openai_tokenize.h"
+#include "endpoint/prefix_cache.h"
+#include "endpoint/worker_api.h"
+
+#ifndef CMAX_VERSION
+#define CMAX_VERSION "0.0.0"
+#endif
 
 namespace cmax::endpoint {
 namespace {
@@ -61,7 +68,11 @@ std::int64_t mono_ns(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
 }
 
-enum class Route { kModels, kModel, kChat, kCompletions, kStats, kRequests, kHealth };
+enum class Route {
+  kModels, kModel, kChat, kCompletions, kStats, kRequests, kHealth,
+  // What a router or a scraper asks an engine (endpoint/worker_api.h).
+  kServerInfo, kModelInfo, kGetLoad, kLoads, kMetrics, kFlushCache
+};
 
 struct RouteEntry {
   std::string_view method;
@@ -77,6 +88,13 @@ std::optional<RouteEntry> route_of(std::string_view path) {
   if (path == "/cmax/stats") return RouteEntry{"GET", Route::kStats};
   if (path == "/cmax/requests") return RouteEntry{"GET", Route::kRequests};
   if (path == "/health") return RouteEntry{"GET", Route::kHealth};
+  if (path == "/server_info" || path == "/get_server_info") return RouteEntry{"GET", Route::kServerInfo};
+  if (path == "/model_info" || path == "/get_model_info") return RouteEntry{"GET", Route::kModelInfo};
+  if (path == "/get_load") return RouteEntry{"GET", Route::kGetLoad};
+  if (path == "/v1/loads") return RouteEntry{"GET", Route::kLoads};
+  if (path == "/metrics") return RouteEntry{"GET", Route::kMetrics};
+  // SGLang serves it on GET and POST; routers fan a POST out.
+  if (path == "/flush_cache") return RouteEntry{"POST", Route::kFlushCache};
   return std::nullopt;
 }
 
@@ -218,7 +236,7 @@ struct OpenAiServer::Impl {
                                fmt::format("Invalid URL ({} {})", req.method, req.path), "", "unknown_url"});
       return;
     }
-    if (req.method != r->method) {
+    if (req.method != r->method && !(r->route == Route::kFlushCache && req.method == "GET")) {
       res.set_header("Allow", std::string(r->method));
       send_error(res, ApiError{405, "invalid_request_error",
                                fmt::format("{} {} is not allowed; use {}", req.method, req.path, r->method),
@@ -254,6 +272,24 @@ struct OpenAiServer::Impl {
         return;
       case Route::kHealth:
         res.set_content("{\"status\":\"ok\"}", "application/json");
+        return;
+      case Route::kServerInfo:
+        res.set_content(server_info_json(snapshot()), "application/json");
+        return;
+      case Route::kModelInfo:
+        res.set_content(model_info_json(snapshot()), "application/json");
+        return;
+      case Route::kGetLoad:
+        res.set_content(get_load_json(snapshot()), "application/json");
+        return;
+      case Route::kLoads:
+        res.set_content(v1_loads_json(snapshot(), core::format_utc(core::SystemClock().now())), "application/json");
+        return;
+      case Route::kMetrics:
+        res.set_content(metrics_text(snapshot()), "text/plain; version=0.0.4; charset=utf-8");
+        return;
+      case Route::kFlushCache:
+        flush_cache(res);
         return;
       case Route::kChat:
         complete(Api::kChat, req, res);
@@ -496,6 +532,44 @@ struct OpenAiServer::Impl {
       out += '\n';
     }
     return out;
+  }
+
+  // The fleet and counters now, for endpoint/worker_api.h.
+  WorkerSnapshot snapshot() const {
+    std::lock_guard lock(mu);
+    WorkerSnapshot w;
+    w.model = config.model;
+    w.block_tokens = config.fleet.block_tokens;
+    w.max_concurrent = config.fleet.timing.max_concurrent;
+    const auto running = fleet.running();
+    for (std::size_t i = 0; i < running.size(); ++i) {
+      const auto& c = fleet.cache(static_cast<int>(i));
+      w.ranks.push_back({running[i], c.size(), c.capacity()});
+    }
+    w.requests = stats.requests;
+    w.prompt_tokens = stats.prompt_tokens;
+    w.cached_tokens = stats.cached_tokens;
+    w.completion_tokens = stats.completion_tokens;
+    w.version = CMAX_VERSION;
+    return w;
+  }
+
+  // SGLang's /flush_cache: refused while requests run (their blocks are in use), else every
+  // replica's prefix cache is emptied. Its answer texts are SGLang's.
+  void flush_cache(httplib::Response& res) {
+    std::lock_guard lock(mu);
+    for (int r : fleet.running())
+      if (r > 0) {
+        res.status = 400;
+        res.set_content("Cache not flushed. Please check backend logs for more details. (When there are running or "
+                        "waiting requests, the operation will not be performed.)\n",
+                        "text/plain");
+        return;
+      }
+    fleet.flush_caches();
+    res.set_content("Cache flushed.\nPlease check backend logs for more details. (When there are running or waiting "
+                    "requests, the operation will not be performed.)\n",
+                    "text/plain");
   }
 
   std::string stats_json() const {

@@ -291,3 +291,56 @@ TEST(EndpointServe, InjectsFaultsAndOtherProvidersCacheFields) {
 }
 
 }  // namespace
+
+namespace {
+
+// What a real router asks a worker before and while it routes (sglang-router, smg, vllm-router:
+// /health, /server_info with its /get_server_info fallback, /model_info, /get_load, /v1/loads) and
+// what a scraper reads (/metrics), from the server's real state; /flush_cache empties the cache.
+TEST(EndpointServe, AnswersARoutersWorkerCallsFromItsRealStateAndFlushesItsCache) {
+  ServeProcess serve({"--time-scale", "0", "--replicas", "1"});
+  ASSERT_GT(serve.port(), 0) << serve.error();
+  httplib::Client cli("127.0.0.1", serve.port());
+  cli.set_read_timeout(10, 0);
+  for (const char* path : {"/server_info", "/get_server_info", "/model_info", "/get_model_info", "/get_load", "/v1/loads"}) {
+    auto r = cli.Get(path);
+    ASSERT_TRUE(r) << path;
+    EXPECT_EQ(r->status, 200) << path << ": " << r->body;
+    EXPECT_FALSE(json::parse(r->body, nullptr, false).is_discarded()) << path;
+  }
+  EXPECT_EQ(json::parse(cli.Get("/server_info")->body)["served_model_name"], "cmax-sim");
+
+  const auto system = long_system_prompt();
+  int cached_sum = 0, prompt_sum = 0;
+  for (const char* q : {"How many GPUs per node?", "And how many NICs?"}) {
+    auto r = cli.Post("/v1/chat/completions", chat_body(system, q), "application/json");
+    ASSERT_TRUE(r && r->status == 200);
+    auto u = json::parse(r->body)["usage"];
+    cached_sum += u["prompt_tokens_details"]["cached_tokens"].get<int>();
+    prompt_sum += u["prompt_tokens"].get<int>();
+  }
+  ASSERT_GT(cached_sum, 400);
+  auto metrics = cli.Get("/metrics");
+  ASSERT_TRUE(metrics && metrics->status == 200);
+  EXPECT_NE(metrics->get_header_value("Content-Type").find("text/plain"), std::string::npos);
+  EXPECT_NE(metrics->body.find(fmt::format("vllm:prefix_cache_hits_total{{engine=\"0\",model_name=\"cmax-sim\"}} {}", cached_sum)),
+            std::string::npos)
+      << metrics->body;
+  EXPECT_NE(metrics->body.find(fmt::format("vllm:prefix_cache_queries_total{{engine=\"0\",model_name=\"cmax-sim\"}} {}", prompt_sum)),
+            std::string::npos);
+  EXPECT_NE(metrics->body.find("sglang:num_running_reqs{dp_rank=\"0\",model_name=\"cmax-sim\"} 0"), std::string::npos);
+  auto loads = json::parse(cli.Get("/v1/loads")->body);
+  EXPECT_GT(loads["loads"][0]["num_used_tokens"].get<int>(), 400);
+
+  auto flushed = cli.Post("/flush_cache", "", "application/json");
+  ASSERT_TRUE(flushed);
+  EXPECT_EQ(flushed->status, 200);
+  EXPECT_EQ(flushed->body.rfind("Cache flushed.", 0), 0u) << flushed->body;
+  EXPECT_EQ(json::parse(cli.Get("/v1/loads")->body)["loads"][0]["num_used_tokens"], 0);
+  auto after = cli.Post("/v1/chat/completions", chat_body(system, "And how many NICs?"), "application/json");
+  ASSERT_TRUE(after && after->status == 200);
+  EXPECT_EQ(json::parse(after->body)["usage"]["prompt_tokens_details"]["cached_tokens"], 0)
+      << "a flushed cache serves nothing from before";
+}
+
+}  // namespace
