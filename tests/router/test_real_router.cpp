@@ -1,0 +1,173 @@
+// A real cache-aware router in front of `cmax endpoint serve` workers: smg 1.13.0 (the SGLang
+// router's successor, installed from PyPI by tests/router/setup_smg.sh) registers four workers
+// through the calls it makes on real engines (/health, /v1/models, /server_info, /model_info,
+// /v1/loads) and routes a conversation workload to them under each policy. The hit rate is read
+// from the workers' own accounting (/cmax/stats) and from the usage the client got back.
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <fmt/format.h>
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+#include "support/daemon.h"
+#include "support/ports.h"
+#include "support/temp_host.h"
+
+namespace {
+
+using json = nlohmann::json;
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+const std::filesystem::path kVenv = std::filesystem::path(CMAX_BINARY_DIR) / "peers" / "smg";
+constexpr int kWorkers = 4;
+constexpr int kConversations = 7;
+
+struct HitRate {
+  std::uint64_t prompt = 0, cached = 0;
+  double rate() const { return prompt == 0 ? 0.0 : static_cast<double>(cached) / static_cast<double>(prompt); }
+};
+
+class RealRouter : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (::access((kVenv / "bin" / "smg").c_str(), X_OK) != 0)
+      GTEST_SKIP() << "smg is not installed in " << kVenv.string() << " (tests/router/setup_smg.sh; ctest's "
+                   << "router.setup_smg runs it)";
+    std::mt19937_64 rng(cmax::test::port_seed());
+    auto base = cmax::test::pick_ports(rng, kWorkers + 2);
+    ASSERT_TRUE(base) << base.error().message;
+    base_ = *base;
+    for (int i = 0; i < kWorkers; ++i) {
+      auto w = cmax::test::Daemon::start(
+          {CMAX_BIN, "endpoint", "serve", "--listen", fmt::format("127.0.0.1:{}", base_ + i), "--replicas", "1",
+           "--time-scale", "0"},
+          {}, dir_.dir() / fmt::format("worker-{}.log", i));
+      ASSERT_TRUE(w) << w.error().message;
+      workers_.push_back(std::move(*w));
+    }
+    for (int i = 0; i < kWorkers; ++i) ASSERT_TRUE(wait_ok(base_ + i, "/health")) << "worker " << i;
+  }
+
+  // GET path on port answers 200 within 20 s.
+  static bool wait_ok(int port, const char* path, const std::string& body_has = {}) {
+    for (auto deadline = Clock::now() + 20s; Clock::now() < deadline; std::this_thread::sleep_for(50ms)) {
+      httplib::Client c("127.0.0.1", port);
+      c.set_connection_timeout(1s);
+      auto r = c.Get(path);
+      if (r && r->status == 200 && (body_has.empty() || r->body.find(body_has) != std::string::npos)) return true;
+    }
+    return false;
+  }
+
+  // Starts smg with `policy` in front of the workers; empties their caches first.
+  void start_router(const std::string& policy) {
+    router_.reset();
+    for (int i = 0; i < kWorkers; ++i) {
+      httplib::Client c("127.0.0.1", base_ + i);
+      auto r = c.Post("/flush_cache", "", "application/json");
+      ASSERT_TRUE(r && r->status == 200) << "flush worker " << i;
+      stats_before_[i] = worker_stats(i);
+    }
+    std::vector<std::string> argv = {(kVenv / "bin" / "smg").string(), "launch", "--host", "127.0.0.1", "--port",
+                                     std::to_string(router_port()), "--prometheus-port",
+                                     std::to_string(base_ + kWorkers + 1), "--policy", policy,
+                                     "--worker-startup-check-interval", "1", "--worker-urls"};
+    for (int i = 0; i < kWorkers; ++i) argv.push_back(fmt::format("http://127.0.0.1:{}", base_ + i));
+    auto r = cmax::test::Daemon::start(argv, {}, dir_.dir() / fmt::format("smg-{}.log", policy));
+    ASSERT_TRUE(r) << r.error().message;
+    router_.emplace(std::move(*r));
+    ASSERT_TRUE(wait_ok(router_port(), "/readiness", fmt::format("\"healthy_workers\":{}", kWorkers)))
+        << "smg did not register the workers: " << cmax::test::tail_of_file((dir_.dir() / fmt::format("smg-{}.log", policy)).string());
+  }
+  int router_port() const { return base_ + kWorkers; }
+
+  json worker_stats(int i) {
+    httplib::Client c("127.0.0.1", base_ + i);
+    auto r = c.Get("/cmax/stats");
+    return r && r->status == 200 ? json::parse(r->body) : json{};
+  }
+
+  // Seven conversations of six turns each, interleaved: each has its own long system prompt and
+  // grows by its previous turns, as a chat client resends its history. Seven, not eight: with a
+  // count divisible by the four workers, round robin would send each conversation to the same
+  // worker every turn.
+  HitRate run_conversations() {
+    HitRate client;
+    std::vector<json> histories(kConversations);
+    for (int c = 0; c < kConversations; ++c)
+      histories[c] = json::array({{{"role", "system"},
+                                   {"content", fmt::format("Conversation {}: you are the on-call assistant of cluster {}. ", c, c * 7919) +
+                                                   std::string(1500, static_cast<char>('a' + c))}}});
+    httplib::Client cli("127.0.0.1", router_port());
+    cli.set_read_timeout(30s);
+    for (int turn = 0; turn < 6; ++turn)
+      for (int c = 0; c < kConversations; ++c) {
+        histories[c].push_back({{"role", "user"}, {"content", fmt::format("turn {} of conversation {}: what failed?", turn, c)}});
+        json body = {{"model", "cmax-sim"}, {"max_tokens", 4}, {"messages", histories[c]}};
+        auto r = cli.Post("/v1/chat/completions", body.dump(), "application/json");
+        EXPECT_TRUE(r && r->status == 200) << (r ? r->body : httplib::to_string(r.error()));
+        if (!r || r->status != 200) continue;
+        auto j = json::parse(r->body);
+        client.prompt += j["usage"]["prompt_tokens"].get<std::uint64_t>();
+        client.cached += j["usage"]["prompt_tokens_details"]["cached_tokens"].get<std::uint64_t>();
+        histories[c].push_back(j["choices"][0]["message"]);
+      }
+    return client;
+  }
+
+  // The workers' own accounting since start_router.
+  HitRate server_side(std::string* spread = nullptr) {
+    HitRate h;
+    for (int i = 0; i < kWorkers; ++i) {
+      auto now = worker_stats(i);
+      if (spread)
+        *spread += fmt::format("{}{}", i ? "/" : "",
+                               now["requests"].get<std::uint64_t>() - stats_before_[i]["requests"].get<std::uint64_t>());
+      h.prompt += now["prompt_tokens"].get<std::uint64_t>() - stats_before_[i]["prompt_tokens"].get<std::uint64_t>();
+      h.cached += now["cached_tokens"].get<std::uint64_t>() - stats_before_[i]["cached_tokens"].get<std::uint64_t>();
+    }
+    return h;
+  }
+
+  cmax::test::TempHost dir_;
+  int base_ = 0;
+  std::vector<cmax::test::Daemon> workers_;
+  std::optional<cmax::test::Daemon> router_;
+  json stats_before_[kWorkers];
+};
+
+TEST_F(RealRouter, SmgCacheAwareKeepsEachConversationOnOneWorkerWhereRoundRobinSpreadsIt) {
+  std::map<std::string, std::pair<HitRate, HitRate>> by_policy;
+  for (const char* policy : {"cache_aware", "round_robin"}) {
+    start_router(policy);
+    if (HasFatalFailure()) return;
+    auto client = run_conversations();
+    std::string spread;
+    auto server = server_side(&spread);
+    by_policy[policy] = {client, server};
+    // The client's usage and the workers' accounting are the same tokens.
+    EXPECT_EQ(client.prompt, server.prompt) << policy;
+    EXPECT_EQ(client.cached, server.cached) << policy;
+    std::printf("[ measure  ] smg 1.13.0 %s, 4 workers, 7 conversations x 6 turns: hit rate %.3f (client) %.3f (workers), requests per worker %s\n",
+                policy, client.rate(), server.rate(), spread.c_str());
+  }
+  const double ca = by_policy["cache_aware"].first.rate(), rr = by_policy["round_robin"].first.rate();
+  // cache_aware: only each conversation's first turn misses. round_robin: a conversation meets a
+  // worker that has not seen it on most of its first four turns.
+  EXPECT_GT(ca, 0.75);
+  EXPECT_LT(rr, ca - 0.2) << "cache_aware " << ca << ", round_robin " << rr;
+}
+
+}  // namespace
