@@ -1,7 +1,9 @@
 // cmax endpoint serve: an OpenAI-compatible server on loopback backed by the fleet model, for
 // testing clients, routers and benchmark tools against known cache and timing behaviour. Prints
 // the base URL on stdout, serves until SIGINT or SIGTERM, then prints its accounting (the
-// /cmax/stats JSON) on stdout. Exit codes: 0 stopped cleanly; 3 usage or environment (bad flag,
+// /cmax/stats JSON) on stdout. `--listen` given several times starts one independent server (its
+// own fleet of --replicas, its own cache and accounting) per address, as a router's workers: one
+// URL line each, and at the end one stats line each, in --listen order. Exit codes: 0 stopped cleanly; 3 usage or environment (bad flag,
 // address in use).
 
 #include "apps/cmax/cmd_endpoint_serve.h"
@@ -14,6 +16,7 @@
 #include <cstdlib>
 #include <memory>
 #include <thread>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -27,7 +30,7 @@ namespace {
 constexpr int kExitOk = 0, kExitUsage = 3;
 
 struct ServeFlags {
-  std::string listen = "127.0.0.1:8000";
+  std::vector<std::string> listen{"127.0.0.1:8000"};
   std::string policy = "cache_aware";
   std::string cache_fields = "openai";
   int slow_first_token_ms = 0;
@@ -37,12 +40,20 @@ struct ServeFlags {
 
 int run_serve(ServeFlags& f) {
   auto& c = f.config;
-  auto listen = endpoint::parse_listen(f.listen);
-  if (!listen) {
-    fmt::print(stderr, "cmax endpoint serve: {}\n", listen.error().message);
+  std::vector<std::pair<std::string, int>> addresses;
+  for (const auto& l : f.listen) {
+    auto listen = endpoint::parse_listen(l);
+    if (!listen) {
+      fmt::print(stderr, "cmax endpoint serve: {}\n", listen.error().message);
+      return kExitUsage;
+    }
+    addresses.push_back(*listen);
+  }
+  if (addresses.empty()) {
+    fmt::print(stderr, "cmax endpoint serve: --listen: give at least one HOST:PORT\n");
     return kExitUsage;
   }
-  std::tie(c.host, c.port) = *listen;
+  std::tie(c.host, c.port) = addresses.front();
   if (!endpoint::policy_from_name(f.policy, c.fleet.policy)) {
     fmt::print(stderr, "cmax endpoint serve: --policy {}: not a policy; use one of", f.policy);
     for (auto p : endpoint::all_policies()) fmt::print(stderr, " {}", endpoint::policy_name(p));
@@ -100,35 +111,47 @@ int run_serve(ServeFlags& f) {
   sigaddset(&stop_signals, SIGTERM);
   ::pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
-  auto server = endpoint::OpenAiServer::bind(c);
-  if (!server) {
-    fmt::print(stderr, "cmax endpoint serve: {}\n", server.error().message);
-    return kExitUsage;
+  std::vector<std::unique_ptr<endpoint::OpenAiServer>> servers;
+  std::vector<std::string> urls;
+  for (const auto& [host, port] : addresses) {
+    auto one = c;
+    one.host = host;
+    one.port = port;
+    auto server = endpoint::OpenAiServer::bind(one);
+    if (!server) {
+      fmt::print(stderr, "cmax endpoint serve: {}\n", server.error().message);
+      return kExitUsage;
+    }
+    const bool v6 = host.find(':') != std::string::npos;
+    urls.push_back(fmt::format("http://{}{}{}:{}/v1", v6 ? "[" : "", host, v6 ? "]" : "", (*server)->port()));
+    if (!endpoint::is_loopback_host(host) && c.api_key.empty())
+      fmt::print(stderr, "cmax endpoint serve: warning: {} is reachable from other hosts; there is no authentication "
+                 "(see --api-key-file)\n", host);
+    fmt::print("cmax endpoint serve: listening on {} (model {}, {} replicas, policy {}, {}-token blocks)\n", urls.back(),
+               c.model, c.fleet.replicas, f.policy, c.fleet.block_tokens);
+    servers.push_back(std::move(*server));
   }
-  const bool v6 = c.host.find(':') != std::string::npos;
-  const auto url = fmt::format("http://{}{}{}:{}/v1", v6 ? "[" : "", c.host, v6 ? "]" : "", (*server)->port());
-  if (!endpoint::is_loopback_host(c.host) && c.api_key.empty())
-    fmt::print(stderr, "cmax endpoint serve: warning: {} is reachable from other hosts; there is no authentication "
-               "(see --api-key-file)\n", c.host);
-  fmt::print("cmax endpoint serve: listening on {} (model {}, {} replicas, policy {}, {}-token blocks)\n", url,
-             c.model, c.fleet.replicas, f.policy, c.fleet.block_tokens);
   std::fflush(stdout);
 
-  bool served = true;
-  std::thread runner([&] {
-    served = (*server)->run();
-    if (!served) ::kill(::getpid(), SIGTERM);  // wake the sigwait below
-  });
+  std::vector<char> served(servers.size(), 1);
+  std::vector<std::thread> runners;
+  for (std::size_t i = 0; i < servers.size(); ++i)
+    runners.emplace_back([&, i] {
+      served[i] = servers[i]->run();
+      if (!served[i]) ::kill(::getpid(), SIGTERM);  // wake the sigwait below
+    });
   int sig = 0;
   ::sigwait(&stop_signals, &sig);
-  (*server)->stop();
-  runner.join();
-  if (!served) {
-    fmt::print(stderr, "cmax endpoint serve: the listener on {} failed\n", url);
-    return kExitUsage;
-  }
-  fmt::print("{}\n", (*server)->stats_json());
-  return kExitOk;
+  for (auto& s : servers) s->stop();
+  for (auto& r : runners) r.join();
+  int code = kExitOk;
+  for (std::size_t i = 0; i < servers.size(); ++i)
+    if (!served[i]) {
+      fmt::print(stderr, "cmax endpoint serve: the listener on {} failed\n", urls[i]);
+      code = kExitUsage;
+    }
+  for (const auto& s : servers) fmt::print("{}\n", s->stats_json());
+  return code;
 }
 
 }  // namespace
@@ -139,7 +162,8 @@ Runner setup_endpoint_serve(CLI::App& serve) {
   c.fleet.block_tokens = 16;  // chat-size prompts fill blocks, so caching shows (the model's default is 512)
   serve.add_option("--listen", f->listen,
                    "HOST:PORT to listen on; port 0 picks a free one (printed). Wildcards (0.0.0.0, ::) are "
-                   "refused: name an address")
+                   "refused: name an address. Repeatable: one independent server (its own --replicas, cache and "
+                   "accounting) per address, as the workers behind a router")
       ->capture_default_str();
   serve.add_option("--model", c.model, "The one model name served; others get 404 model_not_found")
       ->capture_default_str();

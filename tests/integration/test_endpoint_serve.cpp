@@ -344,3 +344,36 @@ TEST(EndpointServe, AnswersARoutersWorkerCallsFromItsRealStateAndFlushesItsCache
 }
 
 }  // namespace
+
+namespace {
+
+TEST(EndpointServe, SeveralListenAddressesAreIndependentWorkers) {
+  ServeProcess serve({"--time-scale", "0", "--replicas", "1", "--listen", "127.0.0.1:0"});
+  ASSERT_GT(serve.port(), 0) << serve.error();
+  // The second URL line.
+  int second = 0;
+  for (auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+       second == 0 && std::chrono::steady_clock::now() < deadline; std::this_thread::sleep_for(std::chrono::milliseconds(10))) {
+    const auto log = serve.log();
+    const std::string marker = "listening on http://127.0.0.1:";
+    auto first = log.find(marker);
+    auto next = first == std::string::npos ? std::string::npos : log.find(marker, first + 1);
+    if (next != std::string::npos) second = std::atoi(log.c_str() + next + marker.size());
+  }
+  ASSERT_GT(second, 0) << serve.log();
+  ASSERT_NE(second, serve.port());
+  const auto system = long_system_prompt();
+  httplib::Client a("127.0.0.1", serve.port()), b("127.0.0.1", second);
+  ASSERT_TRUE(a.Post("/v1/chat/completions", chat_body(system, "q1"), "application/json"));
+  // The same prefix on the other worker is not cached there: each has its own cache.
+  auto other = b.Post("/v1/chat/completions", chat_body(system, "q2"), "application/json");
+  ASSERT_TRUE(other && other->status == 200);
+  EXPECT_EQ(json::parse(other->body)["usage"]["prompt_tokens_details"]["cached_tokens"], 0);
+  auto again = a.Post("/v1/chat/completions", chat_body(system, "q3"), "application/json");
+  ASSERT_TRUE(again && again->status == 200);
+  EXPECT_GT(json::parse(again->body)["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>(), 400);
+  EXPECT_EQ(json::parse(a.Get("/cmax/stats")->body)["requests"], 2);
+  EXPECT_EQ(json::parse(b.Get("/cmax/stats")->body)["requests"], 1);
+}
+
+}  // namespace

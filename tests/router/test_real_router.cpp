@@ -49,14 +49,12 @@ class RealRouter : public ::testing::Test {
     auto base = cmax::test::pick_ports(rng, kWorkers + 2);
     ASSERT_TRUE(base) << base.error().message;
     base_ = *base;
-    for (int i = 0; i < kWorkers; ++i) {
-      auto w = cmax::test::Daemon::start(
-          {CMAX_BIN, "endpoint", "serve", "--listen", fmt::format("127.0.0.1:{}", base_ + i), "--replicas", "1",
-           "--time-scale", "0"},
-          {}, dir_.dir() / fmt::format("worker-{}.log", i));
-      ASSERT_TRUE(w) << w.error().message;
-      workers_.push_back(std::move(*w));
-    }
+    // One process, four independent workers (one --listen each, one replica behind each).
+    std::vector<std::string> argv = {CMAX_BIN, "endpoint", "serve", "--replicas", "1", "--time-scale", "0"};
+    for (int i = 0; i < kWorkers; ++i) argv.insert(argv.end(), {"--listen", fmt::format("127.0.0.1:{}", base_ + i)});
+    auto w = cmax::test::Daemon::start(argv, {}, dir_.dir() / "workers.log");
+    ASSERT_TRUE(w) << w.error().message;
+    workers_.emplace(std::move(*w));
     for (int i = 0; i < kWorkers; ++i) ASSERT_TRUE(wait_ok(base_ + i, "/health")) << "worker " << i;
   }
 
@@ -143,7 +141,7 @@ class RealRouter : public ::testing::Test {
 
   cmax::test::TempHost dir_;
   int base_ = 0;
-  std::vector<cmax::test::Daemon> workers_;
+  std::optional<cmax::test::Daemon> workers_;
   std::optional<cmax::test::Daemon> router_;
   json stats_before_[kWorkers];
 };
