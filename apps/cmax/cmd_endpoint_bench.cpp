@@ -62,6 +62,8 @@ struct BenchFlags {
   bool no_stream = false, no_usage = false, ignore_eos = false;
   std::string http = "auto", ca_file, transport = "auto";
   std::string api_key_env = "OPENAI_API_KEY", api_key_file;
+  std::vector<std::string> headers;  ///< --header "Name: value", sent on every request
+  std::string extra_body;            ///< --extra-body JSON object merged into every request body
   // workload
   std::string trace;
   bool multiturn = false, fixed = false;
@@ -257,7 +259,18 @@ int run_bench_cmd(BenchFlags& f) {
   if (f.reference_hit_rate != -1 && !(f.reference_hit_rate >= 0 && f.reference_hit_rate <= 1))
     return usage("--reference-hit-rate: a share between 0 and 1");
 
+  std::vector<std::string> header_names;
+  for (const auto& h : f.headers) {
+    auto name = loadgen::header_name(h);
+    if (!name) return usage(name.error().message);
+    header_names.push_back(*name);
+  }
   RunConfig rc;
+  if (!f.extra_body.empty()) {
+    auto extra = loadgen::parse_extra_body(f.extra_body);
+    if (!extra) return usage(extra.error().message);
+    rc.extra_body = *extra;
+  }
   rc.api = api;
   rc.stream = !f.no_stream;
   rc.include_usage = !f.no_usage;
@@ -380,6 +393,7 @@ int run_bench_cmd(BenchFlags& f) {
   cc.wake_interval = std::chrono::microseconds(f.wake_interval_us);
   cc.coalesce_from = f.coalesce_from;
   cc.ca_file = f.ca_file;
+  cc.extra_headers.insert(cc.extra_headers.end(), f.headers.begin(), f.headers.end());
   cc.connect_timeout = std::chrono::milliseconds(long(f.connect_timeout_s * 1000));
   cc.request_timeout = std::chrono::milliseconds(long(f.timeout_s * 1000));
   cc.stall_timeout = std::chrono::seconds(long(std::max(1.0, f.stall_timeout_s)));
@@ -501,6 +515,8 @@ int run_bench_cmd(BenchFlags& f) {
       {"http", std::string(http_version_name(http))},
       {"transport", std::string((*engine)->transport())},
       {"api_key", key->second},
+      {"headers", header_names},  // names only: a header may carry a credential
+      {"extra_body", rc.extra_body.empty() ? json(nullptr) : json::parse(rc.extra_body)},
       {"workload",
        {{"kind", workload_kind},
         {"source", workload_source},
@@ -614,6 +630,13 @@ Runner setup_endpoint_bench(CLI::App& b) {
   b.add_flag("--no-stream", f->no_stream, "Ask for whole responses (TTFT is then the whole response time)");
   b.add_flag("--no-usage", f->no_usage, "Do not send stream_options.include_usage (then no cached-token count)");
   b.add_flag("--ignore-eos", f->ignore_eos, "Send vLLM's ignore_eos: every response max_tokens long");
+  b.add_option("--header", f->headers,
+               "\"Name: value\" sent on every request (repeatable): a gateway's key, a routing or session header. "
+               "bench.json records the names only");
+  b.add_option("--extra-body", f->extra_body,
+               "A JSON object merged into every request body (top level, over cmax's fields): sampling parameters, "
+               "vLLM's or SGLang's extensions. model, messages, prompt, stream and stream_options are refused: "
+               "cmax sets them");
   b.add_option("--http", f->http, "1.1, 2 (h2c on http://) or auto (HTTP/2 when TLS offers it)")->capture_default_str();
   b.add_option("--transport", f->transport,
                "auto (native for http://, libcurl for https:// and HTTP/2), native (lean HTTP/1.1), or curl")

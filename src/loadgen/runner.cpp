@@ -4,6 +4,7 @@
 #include "loadgen/runner.h"
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <deque>
@@ -521,7 +522,34 @@ std::string request_body(const RequestSpec& spec, const RunConfig& config) {
   j["stream"] = config.stream;
   if (config.stream && config.include_usage) j["stream_options"] = {{"include_usage", true}};
   if (config.ignore_eos) j["ignore_eos"] = true;
+  if (!config.extra_body.empty()) j.update(json::parse(config.extra_body));  // checked by parse_extra_body
   return j.dump();
+}
+
+Result<std::string> parse_extra_body(std::string_view text) {
+  json j = json::parse(text, nullptr, false);
+  if (j.is_discarded()) return fail("--extra-body: not JSON (give an object, e.g. '{{\"temperature\":0}}')");
+  if (!j.is_object()) return fail("--extra-body: a JSON object is needed, not {}", j.type_name());
+  for (const char* k : {"model", "messages", "prompt", "stream", "stream_options"})
+    if (j.contains(k))
+      return fail("--extra-body: \"{}\" is set by cmax (--model, the workload, --no-stream, --no-usage); leave it out", k);
+  return j.dump();
+}
+
+Result<std::string> header_name(std::string_view header) {
+  auto colon = header.find(':');
+  if (colon == std::string_view::npos || colon == 0)
+    return fail("--header \"{}\": expected \"Name: value\"", header);
+  if (header.find_first_of("\r\n") != std::string_view::npos) return fail("--header: a header cannot hold CR or LF");
+  std::string name(header.substr(0, colon));
+  for (char c : name)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos))
+      return fail("--header \"{}\": \"{}\" is not an HTTP header name", header, name);
+  std::string lower;
+  for (char c : name) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (const char* own : {"host", "content-length", "content-type", "transfer-encoding", "connection"})
+    if (lower == own) return fail("--header {}: set by the transport itself; leave it out", name);
+  return name;
 }
 
 RunResult run_bench(HttpEngine& engine, Workload& workload, const RunConfig& config, const RunHooks& hooks) {

@@ -8,8 +8,10 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "core/result.h"
 #include "endpoint/openai_protocol.h"
 #include "loadgen/http_client.h"
 #include "loadgen/metrics.h"
@@ -36,6 +38,8 @@ struct RunConfig {
   bool stream = true;
   bool include_usage = true;   ///< stream_options.include_usage (streams only)
   bool ignore_eos = false;     ///< vLLM's extension: exactly max_tokens tokens
+  /// A JSON object (serialized) merged into every request body over cmax's fields; "" = none.
+  std::string extra_body;
   Schedule schedule;
   std::size_t max_requests = 0;  ///< over the whole run; 0 = as many as the workload has
   double duration_s = 0;         ///< wall bound on the whole run; 0 = none
@@ -83,6 +87,14 @@ struct RunResult {
 /// The JSON body of one request (chat: messages; completions: the one message's content, or the
 /// rendered chat). Pure.
 std::string request_body(const RequestSpec& spec, const RunConfig& config);
+
+/// Pure: `--extra-body` text -> the serialized object, or an error naming what is wrong (not JSON,
+/// not an object, a key cmax must set itself: model, messages, prompt, stream, stream_options).
+Result<std::string> parse_extra_body(std::string_view text);
+/// Pure: the name of a `--header` "Name: value", or an error (no colon, a name that is not an HTTP
+/// token, a CR or LF anywhere, a header the transport sets: Host, Content-Length, Content-Type,
+/// Transfer-Encoding, Connection).
+Result<std::string> header_name(std::string_view header);
 /// The prompt as the test server renders it (for TheoreticalCache). Pure.
 std::string rendered_prompt(const RequestSpec& spec, endpoint::Api api);
 

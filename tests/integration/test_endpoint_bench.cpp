@@ -388,3 +388,38 @@ TEST(EndpointBench, CompareTwoRunsAsTableJsonAndCharts) {
 }
 
 }  // namespace
+
+TEST(EndpointBench, HeadersAndAnExtraBodyReachTheServerAndOnlyHeaderNamesAreWritten) {
+  const std::string key = "sk-cmax-header-0123456789";
+  cmax::test::TempHost d;
+  auto daemon = cmax::test::Daemon::start({CMAX_BIN, "endpoint", "serve", "--listen", "127.0.0.1:0", "--time-scale", "0",
+                                           "--api-key-env", "CMAX_TEST_SERVE_KEY"},
+                                          {"CMAX_TEST_SERVE_KEY=" + key}, d.dir() / "serve.log");
+  ASSERT_TRUE(daemon) << daemon.error().message;
+  int port = 0;
+  for (int i = 0; i < 200 && port == 0; ++i) {
+    const auto log = slurp(d.dir() / "serve.log");
+    if (auto at = log.find("127.0.0.1:"); at != std::string::npos) port = std::atoi(log.c_str() + at + 10);
+    std::this_thread::sleep_for(10ms);
+  }
+  ASSERT_GT(port, 0);
+  const std::string url = "http://127.0.0.1:" + std::to_string(port) + "/v1";
+  // The key travels as a header of the user's (a gateway's own scheme), not as cmax's API key.
+  auto b = bench(d.dir() / "run", {"--base-url", url, "--header", "Authorization: Bearer " + key, "--header",
+                                   "x-session-id: conv-1", "--extra-body", R"({"max_tokens":3,"temperature":0})",
+                                   "--fixed", "--max-requests", "6", "--input-tokens", "32", "--output-tokens", "9",
+                                   "--concurrency", "2", "--requests-per-level", "6"},
+                 {"OPENAI_API_KEY="});
+  ASSERT_EQ(b.proc.exit_code, 0) << why(b);
+  EXPECT_EQ(b.bench["headers"], json({"Authorization", "x-session-id"}));
+  EXPECT_EQ(b.bench["extra_body"]["max_tokens"], 3);
+  ASSERT_EQ(b.requests.size(), 6u);
+  for (const auto& r : b.requests) EXPECT_EQ(r["usage"]["completion_tokens"], 3) << r.dump();
+  for (const auto& entry : fs::recursive_directory_iterator(d.dir() / "run"))
+    EXPECT_EQ(slurp(entry.path()).find(key), std::string::npos) << entry.path();
+  // A header the transport owns is refused before anything is sent.
+  auto refused = bench(d.dir() / "refused", {"--base-url", url, "--header", "Content-Length: 1", "--fixed",
+                                             "--max-requests", "1"});
+  EXPECT_EQ(refused.proc.exit_code, 3) << why(refused);
+  EXPECT_NE(refused.proc.err.find("set by the transport"), std::string::npos) << refused.proc.err;
+}
