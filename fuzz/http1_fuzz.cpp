@@ -1,7 +1,9 @@
 // libFuzzer target: Http1Decoder (the native transport's HTTP/1.1 response decoder) over any
 // bytes. Invariants: no crash; it never consumes more than it was given; feeding the same bytes
 // in pieces (sizes from the input's first byte) ends in the same state with the same body and the
-// same error as one whole feed; an error is one printable line.
+// same error as one whole feed; an error is one printable line. The same bytes as
+// `cmax endpoint bench --header` and `--extra-body`: an accepted header has a non-empty name
+// without CR or LF; an accepted extra body is a JSON object without the keys cmax sets.
 
 #include <cstddef>
 #include <cstdint>
@@ -9,7 +11,10 @@
 #include <string>
 #include <string_view>
 
+#include <nlohmann/json.hpp>
+
 #include "loadgen/http1_decoder.h"
+#include "loadgen/runner.h"
 
 namespace {
 
@@ -58,6 +63,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::size_t piece = 1 + data[0] % 17;
   const bool eof = data[0] & 0x80;
   const std::string_view in(reinterpret_cast<const char*>(data) + 1, size - 1);
+  if (auto name = cmax::loadgen::header_name(in)) {
+    check(!name->empty() && in.find_first_of("\r\n") == std::string_view::npos);
+  }
+  if (auto extra = cmax::loadgen::parse_extra_body(in)) {
+    auto j = nlohmann::json::parse(*extra);
+    check(j.is_object() && !j.contains("model") && !j.contains("stream") && !j.contains("messages"));
+  }
   const auto whole = decode(in, in.size() ? in.size() : 1, eof);
   const auto split = decode(in, piece, eof);
   check(whole.state == split.state);
