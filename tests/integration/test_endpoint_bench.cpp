@@ -19,6 +19,7 @@
 #include <fstream>
 #include <map>
 #include <string>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -91,6 +92,30 @@ BenchRun bench(const fs::path& out, std::vector<std::string> args, std::vector<s
   b.requests = jsonl(slurp(out / "requests.jsonl"));
   return b;
 }
+
+// `cmax endpoint serve` requiring `key` (read from its own environment), on a free port; daemon is
+// empty when it did not print its URL within 2 s.
+struct KeyedServe {
+  std::optional<cmax::test::Daemon> daemon;
+  std::string url;
+  static KeyedServe start(const fs::path& dir, const std::string& key) {
+    KeyedServe k;
+    auto d = cmax::test::Daemon::start({CMAX_BIN, "endpoint", "serve", "--listen", "127.0.0.1:0", "--time-scale", "0",
+                                        "--api-key-env", "CMAX_TEST_SERVE_KEY"},
+                                       {"CMAX_TEST_SERVE_KEY=" + key}, dir / "serve.log");
+    if (!d) return k;
+    int port = 0;
+    for (int i = 0; i < 200 && port == 0; ++i) {
+      const auto log = slurp(dir / "serve.log");
+      if (auto at = log.find("127.0.0.1:"); at != std::string::npos) port = std::atoi(log.c_str() + at + 10);
+      std::this_thread::sleep_for(10ms);
+    }
+    if (port == 0) return k;
+    k.daemon.emplace(std::move(*d));
+    k.url = "http://127.0.0.1:" + std::to_string(port) + "/v1";
+    return k;
+  }
+};
 
 std::string why(const BenchRun& b) { return "exit " + std::to_string(b.proc.exit_code) + "\nstdout:\n" + b.proc.out + "\nstderr:\n" + b.proc.err; }
 
@@ -215,20 +240,10 @@ TEST(EndpointBench, FaultsAreClassedAndCountedAsTheServerInjectedThem) {
 TEST(EndpointBench, TheApiKeyIsSentAndNeverWritten) {
   const std::string key = "sk-cmax-test-0123456789abcdef";
   cmax::test::TempHost keys;
-  // The server reads its key from its own environment.
   cmax::test::TempHost d;
-  std::vector<std::string> argv = {CMAX_BIN, "endpoint", "serve", "--listen", "127.0.0.1:0", "--time-scale", "0",
-                                   "--api-key-env", "CMAX_TEST_SERVE_KEY"};
-  auto daemon = cmax::test::Daemon::start(argv, {"CMAX_TEST_SERVE_KEY=" + key}, d.dir() / "serve.log");
-  ASSERT_TRUE(daemon) << daemon.error().message;
-  int port = 0;
-  for (int i = 0; i < 200 && port == 0; ++i) {
-    const auto log = slurp(d.dir() / "serve.log");
-    if (auto at = log.find("127.0.0.1:"); at != std::string::npos) port = std::atoi(log.c_str() + at + 10);
-    std::this_thread::sleep_for(10ms);
-  }
-  ASSERT_GT(port, 0) << slurp(d.dir() / "serve.log");
-  const std::string url = "http://127.0.0.1:" + std::to_string(port) + "/v1";
+  auto serve = KeyedServe::start(d.dir(), key);
+  ASSERT_TRUE(serve.daemon) << slurp(d.dir() / "serve.log");
+  const std::string url = serve.url;
 
   auto ok = bench(d.dir() / "ok", {"--base-url", url, "--fixed", "--max-requests", "10", "--input-tokens", "32",
                                    "--output-tokens", "4", "--concurrency", "2", "--requests-per-level", "10"},
@@ -392,18 +407,9 @@ TEST(EndpointBench, CompareTwoRunsAsTableJsonAndCharts) {
 TEST(EndpointBench, HeadersAndAnExtraBodyReachTheServerAndOnlyHeaderNamesAreWritten) {
   const std::string key = "sk-cmax-header-0123456789";
   cmax::test::TempHost d;
-  auto daemon = cmax::test::Daemon::start({CMAX_BIN, "endpoint", "serve", "--listen", "127.0.0.1:0", "--time-scale", "0",
-                                           "--api-key-env", "CMAX_TEST_SERVE_KEY"},
-                                          {"CMAX_TEST_SERVE_KEY=" + key}, d.dir() / "serve.log");
-  ASSERT_TRUE(daemon) << daemon.error().message;
-  int port = 0;
-  for (int i = 0; i < 200 && port == 0; ++i) {
-    const auto log = slurp(d.dir() / "serve.log");
-    if (auto at = log.find("127.0.0.1:"); at != std::string::npos) port = std::atoi(log.c_str() + at + 10);
-    std::this_thread::sleep_for(10ms);
-  }
-  ASSERT_GT(port, 0);
-  const std::string url = "http://127.0.0.1:" + std::to_string(port) + "/v1";
+  auto serve = KeyedServe::start(d.dir(), key);
+  ASSERT_TRUE(serve.daemon) << slurp(d.dir() / "serve.log");
+  const std::string url = serve.url;
   // The key travels as a header of the user's (a gateway's own scheme), not as cmax's API key.
   auto b = bench(d.dir() / "run", {"--base-url", url, "--header", "Authorization: Bearer " + key, "--header",
                                    "x-session-id: conv-1", "--extra-body", R"({"max_tokens":3,"temperature":0})",
