@@ -1,8 +1,9 @@
-// A real cache-aware router in front of `cmax endpoint serve` workers: smg 1.13.0 (the SGLang
-// router's successor, installed from PyPI by tests/router/setup_smg.sh) registers four workers
-// through the calls it makes on real engines (/health, /v1/models, /server_info, /model_info,
-// /v1/loads) and routes a conversation workload to them under each policy. The hit rate is read
-// from the workers' own accounting (/cmax/stats) and from the usage the client got back.
+// Real cache-aware routers in front of `cmax endpoint serve` workers: smg 1.13.0 (the SGLang
+// router's successor) and vllm-router 0.1.17, installed from PyPI by tests/router/setup_*.sh. Each
+// registers four workers through the calls it makes on real engines (/health, /v1/models,
+// /server_info, /model_info, /v1/loads) and routes a conversation workload to them under each
+// policy. The hit rate is read from the workers' own accounting (/cmax/stats) and from the usage
+// the client got back.
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -30,7 +31,18 @@ using json = nlohmann::json;
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
-const std::filesystem::path kVenv = std::filesystem::path(CMAX_BINARY_DIR) / "peers" / "smg";
+// A router under test: its venv, its program, the words before its flags.
+struct RouterKind {
+  const char* name;     ///< "smg 1.13.0"
+  const char* venv;     ///< under BUILD/peers
+  const char* program;  ///< in the venv's bin
+  std::vector<std::string> prefix;  ///< smg: {"launch"}
+};
+const RouterKind kSmg{"smg 1.13.0", "smg", "smg", {"launch"}};
+const RouterKind kVllmRouter{"vllm-router 0.1.17", "vllm-router", "vllm-router", {}};
+std::filesystem::path program_of(const RouterKind& k) {
+  return std::filesystem::path(CMAX_BINARY_DIR) / "peers" / k.venv / "bin" / k.program;
+}
 constexpr int kWorkers = 4;
 constexpr int kConversations = 7;
 
@@ -41,10 +53,12 @@ struct HitRate {
 
 class RealRouter : public ::testing::Test {
  protected:
-  void SetUp() override {
-    if (::access((kVenv / "bin" / "smg").c_str(), X_OK) != 0)
-      GTEST_SKIP() << "smg is not installed in " << kVenv.string() << " (tests/router/setup_smg.sh; ctest's "
-                   << "router.setup_smg runs it)";
+  // Skips unless `kind` is installed; then starts the workers.
+  void use(const RouterKind& kind) {
+    kind_ = &kind;
+    if (::access(program_of(kind).c_str(), X_OK) != 0)
+      GTEST_SKIP() << kind.name << " is not installed in " << program_of(kind).parent_path().parent_path().string()
+                   << " (tests/router/setup_*.sh; ctest's router.setup_* run them)";
     std::mt19937_64 rng(cmax::test::port_seed());
     auto base = cmax::test::pick_ports(rng, kWorkers + 2);
     ASSERT_TRUE(base) << base.error().message;
@@ -69,7 +83,7 @@ class RealRouter : public ::testing::Test {
     return false;
   }
 
-  // Starts smg with `policy` in front of the workers; empties their caches first.
+  // Starts the router with `policy` in front of the workers; empties their caches first.
   void start_router(const std::string& policy) {
     router_.reset();
     for (int i = 0; i < kWorkers; ++i) {
@@ -78,16 +92,18 @@ class RealRouter : public ::testing::Test {
       ASSERT_TRUE(r && r->status == 200) << "flush worker " << i;
       stats_before_[i] = worker_stats(i);
     }
-    std::vector<std::string> argv = {(kVenv / "bin" / "smg").string(), "launch", "--host", "127.0.0.1", "--port",
-                                     std::to_string(router_port()), "--prometheus-port",
-                                     std::to_string(base_ + kWorkers + 1), "--policy", policy,
-                                     "--worker-startup-check-interval", "1", "--worker-urls"};
+    std::vector<std::string> argv = {program_of(*kind_).string()};
+    argv.insert(argv.end(), kind_->prefix.begin(), kind_->prefix.end());
+    argv.insert(argv.end(), {"--host", "127.0.0.1", "--port", std::to_string(router_port()), "--prometheus-port",
+                             std::to_string(base_ + kWorkers + 1), "--policy", policy,
+                             "--worker-startup-check-interval", "1", "--worker-urls"});
     for (int i = 0; i < kWorkers; ++i) argv.push_back(fmt::format("http://127.0.0.1:{}", base_ + i));
-    auto r = cmax::test::Daemon::start(argv, {}, dir_.dir() / fmt::format("smg-{}.log", policy));
+    const auto log = dir_.dir() / fmt::format("{}-{}.log", kind_->venv, policy);
+    auto r = cmax::test::Daemon::start(argv, {}, log);
     ASSERT_TRUE(r) << r.error().message;
     router_.emplace(std::move(*r));
     ASSERT_TRUE(wait_ok(router_port(), "/readiness", fmt::format("\"healthy_workers\":{}", kWorkers)))
-        << "smg did not register the workers: " << cmax::test::tail_of_file((dir_.dir() / fmt::format("smg-{}.log", policy)).string());
+        << kind_->name << " did not register the workers: " << cmax::test::tail_of_file(log.string());
   }
   int router_port() const { return base_ + kWorkers; }
 
@@ -139,7 +155,32 @@ class RealRouter : public ::testing::Test {
     return h;
   }
 
+  // cache_aware against round_robin through the router: the hit rates, and the client's usage
+  // against the workers' accounting.
+  void cache_aware_beats_round_robin() {
+    std::map<std::string, HitRate> client_rate;
+    for (const char* policy : {"cache_aware", "round_robin"}) {
+      start_router(policy);
+      if (HasFatalFailure()) return;
+      auto client = run_conversations();
+      std::string spread;
+      auto server = server_side(&spread);
+      client_rate[policy] = client;
+      EXPECT_EQ(client.prompt, server.prompt) << policy;
+      EXPECT_EQ(client.cached, server.cached) << policy;
+      std::printf("[ measure  ] %s %s, 4 workers, 7 conversations x 6 turns: hit rate %.3f (client) %.3f (workers), "
+                  "requests per worker %s\n",
+                  kind_->name, policy, client.rate(), server.rate(), spread.c_str());
+    }
+    const double ca = client_rate["cache_aware"].rate(), rr = client_rate["round_robin"].rate();
+    // cache_aware: only each conversation's first turn misses. round_robin: a conversation meets a
+    // worker that has not seen it on most of its first four turns.
+    EXPECT_GT(ca, 0.75);
+    EXPECT_LT(rr, ca - 0.2) << "cache_aware " << ca << ", round_robin " << rr;
+  }
+
   cmax::test::TempHost dir_;
+  const RouterKind* kind_ = nullptr;
   int base_ = 0;
   std::optional<cmax::test::Daemon> workers_;
   std::optional<cmax::test::Daemon> router_;
@@ -147,25 +188,15 @@ class RealRouter : public ::testing::Test {
 };
 
 TEST_F(RealRouter, SmgCacheAwareKeepsEachConversationOnOneWorkerWhereRoundRobinSpreadsIt) {
-  std::map<std::string, std::pair<HitRate, HitRate>> by_policy;
-  for (const char* policy : {"cache_aware", "round_robin"}) {
-    start_router(policy);
-    if (HasFatalFailure()) return;
-    auto client = run_conversations();
-    std::string spread;
-    auto server = server_side(&spread);
-    by_policy[policy] = {client, server};
-    // The client's usage and the workers' accounting are the same tokens.
-    EXPECT_EQ(client.prompt, server.prompt) << policy;
-    EXPECT_EQ(client.cached, server.cached) << policy;
-    std::printf("[ measure  ] smg 1.13.0 %s, 4 workers, 7 conversations x 6 turns: hit rate %.3f (client) %.3f (workers), requests per worker %s\n",
-                policy, client.rate(), server.rate(), spread.c_str());
-  }
-  const double ca = by_policy["cache_aware"].first.rate(), rr = by_policy["round_robin"].first.rate();
-  // cache_aware: only each conversation's first turn misses. round_robin: a conversation meets a
-  // worker that has not seen it on most of its first four turns.
-  EXPECT_GT(ca, 0.75);
-  EXPECT_LT(rr, ca - 0.2) << "cache_aware " << ca << ", round_robin " << rr;
+  use(kSmg);
+  if (IsSkipped() || HasFatalFailure()) return;
+  cache_aware_beats_round_robin();
+}
+
+TEST_F(RealRouter, VllmRouterCacheAwareKeepsEachConversationOnOneWorkerWhereRoundRobinSpreadsIt) {
+  use(kVllmRouter);
+  if (IsSkipped() || HasFatalFailure()) return;
+  cache_aware_beats_round_robin();
 }
 
 }  // namespace
