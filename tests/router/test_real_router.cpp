@@ -58,7 +58,7 @@ class RealRouter : public ::testing::Test {
     kind_ = &kind;
     if (::access(program_of(kind).c_str(), X_OK) != 0)
       GTEST_SKIP() << kind.name << " is not installed in " << program_of(kind).parent_path().parent_path().string()
-                   << " (tests/router/setup_*.sh; ctest's router.setup_* run them)";
+                   << " (tests/router/setup_routers.sh; ctest's router.setup runs it)";
     std::mt19937_64 rng(cmax::test::port_seed());
     auto base = cmax::test::pick_ports(rng, kWorkers + 2);
     ASSERT_TRUE(base) << base.error().message;
