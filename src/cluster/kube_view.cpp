@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <regex>
 #include <set>
 
@@ -230,7 +231,7 @@ struct ExporterSet {
   bool status_read = false;
 };
 
-std::vector<ExporterSet> exporter_sets(const std::vector<json>& items) {
+std::vector<ExporterSet> exporter_sets_in(const std::vector<json>& items) {
   std::vector<ExporterSet> out;
   for (const auto& ds : items) {
     const json& pod = at(at(at(ds, "spec"), "template"), "spec");
@@ -251,6 +252,21 @@ std::vector<ExporterSet> exporter_sets(const std::vector<json>& items) {
   return out;
 }
 
+// The dcgm-exporter DaemonSets among all the DaemonSets listed.
+struct Exporters {
+  std::vector<ExporterSet> sets;
+  std::size_t daemonsets = 0;
+  bool empty() const { return sets.empty(); }
+};
+
+// The answers' dcgm-exporter DaemonSets, or nullopt with `f` unverified when the list could not be
+// read (both dcgm-exporter judges start here).
+std::optional<Exporters> exporter_sets(const KubeViewAnswers& a, Finding& f) {
+  Items ds = items_of(a.daemonsets, "daemonsets");
+  if (unreadable(ds, "apps/v1 daemonsets", f)) return std::nullopt;
+  return Exporters{exporter_sets_in(ds.items), ds.items.size()};
+}
+
 }  // namespace
 
 Finding judge_dcgm_exporter_daemonset(const KubeViewAnswers& a, std::size_t gpu_nodes) {
@@ -262,19 +278,18 @@ Finding judge_dcgm_exporter_daemonset(const KubeViewAnswers& a, std::size_t gpu_
                    "dcgm-exporter Helm chart) and scrape :9400/metrics.",
                    "GET /apis/apps/v1/daemonsets");
   f.expected = fmt::format("ready on {} GPU node(s)", gpu_nodes);
-  Items ds = items_of(a.daemonsets, "daemonsets");
-  if (unreadable(ds, "apps/v1 daemonsets", f)) return f;
-  auto sets = exporter_sets(ds.items);
-  if (sets.empty()) {
+  auto sets = exporter_sets(a, f);
+  if (!sets) return f;
+  if (sets->empty()) {
     f.outcome = Outcome::fail;
     f.observed = "no dcgm-exporter DaemonSet";
     f.reason = fmt::format("none of the {} DaemonSets runs dcgm-exporter: GPU health and utilisation never reach the "
                            "monitoring stack (unless it runs outside Kubernetes: the nodes' monitoring.dcgm_exporter "
                            "says)",
-                           ds.items.size());
+                           sets->daemonsets);
     return f;
   }
-  const auto& e = *std::max_element(sets.begin(), sets.end(),
+  const auto& e = *std::max_element(sets->sets.begin(), sets->sets.end(),
                                     [](const ExporterSet& x, const ExporterSet& y) { return x.ready < y.ready; });
   f.evidence_source = fmt::format("DaemonSet {}/{}", e.ns, e.name);
   f.evidence_value = fmt::format("image {}, {} of {} ready", e.image, e.ready, e.desired);
@@ -312,17 +327,16 @@ Finding judge_dcgm_exporter_floor(const KubeViewAnswers& a, const audit::Floors&
                    "the exporter release with the floor, as security.dcgm_exporter.floor does on a host.",
                    "Upgrade dcgm-exporter (image nvcr.io/nvidia/k8s/dcgm-exporter) to the floor or newer.",
                    "GET /apis/apps/v1/daemonsets");
-  Items ds = items_of(a.daemonsets, "daemonsets");
-  if (unreadable(ds, "apps/v1 daemonsets", f)) return f;
-  auto sets = exporter_sets(ds.items);
-  if (sets.empty()) {
+  auto sets = exporter_sets(a, f);
+  if (!sets) return f;
+  if (sets->empty()) {
     f.outcome = Outcome::not_applicable;
     f.reason = "no dcgm-exporter DaemonSet (monitoring.kube.dcgm_exporter)";
     return f;
   }
   // The oldest release among them decides.
   std::optional<Finding> worst;
-  for (const auto& e : sets) {
+  for (const auto& e : sets->sets) {
     auto versions = dcgm_exporter_tag_versions(e.image);
     Finding one = f;
     one.evidence_source = fmt::format("DaemonSet {}/{} image", e.ns, e.name);

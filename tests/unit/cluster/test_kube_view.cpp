@@ -3,6 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <sstream>
+#include <string>
+
 #include <nlohmann/json.hpp>
 
 #include "audit/audit.h"
@@ -48,6 +52,29 @@ TEST(KubeView, DcgmExporterTagFollowsNvidiasGrammarOrSaysNothing) {
   EXPECT_FALSE(dcgm_exporter_tag_versions("nvcr.io/nvidia/k8s/dcgm-exporter:4.4.2-4.7.1"));  // no OS: truncated
   EXPECT_FALSE(dcgm_exporter_tag_versions("nvcr.io/nvidia/k8s/dcgm-exporter@sha256:0123abcd"));
   EXPECT_FALSE(dcgm_exporter_tag_versions("registry.local:5000/dcgm-exporter"));  // a port is not a tag
+}
+
+// Published image references (tests/golden/kube_view/images.tsv, each with its source).
+TEST(KubeView, PublishedDcgmExporterImagesReadAsTheirReleases) {
+  std::ifstream in(std::string(CMAX_SOURCE_DIR) + "/tests/golden/kube_view/images.tsv");
+  ASSERT_TRUE(in);
+  int cases = 0;
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream cols(line);
+    std::string image, exporter;
+    std::getline(cols, image, '\t');
+    std::getline(cols, exporter, '\t');
+    auto v = cmax::cluster::dcgm_exporter_tag_versions(image);
+    if (exporter == "-") {
+      EXPECT_FALSE(v) << image;
+    } else {
+      ASSERT_TRUE(v) << image;
+      EXPECT_EQ(v->second, exporter) << image;
+    }
+    ++cases;
+  }
+  EXPECT_GE(cases, 5);
 }
 
 TEST(KubeView, TopologyPassesOnlyWhenEverySelectedNodeCarriesItsPosition) {
