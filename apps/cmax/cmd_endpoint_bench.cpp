@@ -409,7 +409,6 @@ int run_bench_cmd(BenchFlags& f) {
   sa.sa_handler = on_sigint;
   ::sigaction(SIGINT, &sa, nullptr);
   ::sigaction(SIGTERM, &sa, nullptr);
-  ::signal(SIGPIPE, SIG_IGN);
 
   std::string model = f.model;
   if (!f.no_preflight) {

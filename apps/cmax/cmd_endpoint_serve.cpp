@@ -103,7 +103,6 @@ int run_serve(ServeFlags& f) {
   }
 
   raise_fd_limit();
-  ::signal(SIGPIPE, SIG_IGN);  // a client gone mid-stream is a failed write, not a dead server
   // SIGINT and SIGTERM go to sigwait below: blocked here, before any server thread inherits the mask.
   sigset_t stop_signals;
   sigemptyset(&stop_signals);

@@ -68,9 +68,10 @@ const Command kCommands[] = {
 int main(int argc, char** argv) {
   using namespace cmax::app;
   reexec_with_huge_page_heap(argc, argv);
-  // A server that answers and closes before reading the whole request (kube-apiserver's 401 to a
-  // bad token over TLS) must be a failed write, never a dead cmax. Children get the default back
-  // (core::run_process resets every signal).
+  // A peer gone mid-write must be a failed write, never a dead cmax: an API server that answers and
+  // closes before reading the whole request (kube-apiserver's 401 to a bad token over TLS), a client
+  // gone mid-stream (endpoint serve), a server dropping a stream (endpoint bench). Children get the
+  // default back (core::run_process resets every signal).
   ::signal(SIGPIPE, SIG_IGN);
   if (argc > 1 && std::strcmp(argv[1], "run") == 0) set_invocation(argc, argv);  // forwarded to its stages
   CLI::App app{

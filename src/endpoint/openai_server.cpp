@@ -77,6 +77,7 @@ enum class Route {
 struct RouteEntry {
   std::string_view method;
   Route route;
+  std::string_view also = {};  ///< a second method the route takes (SGLang's /flush_cache: GET too)
 };
 
 // Which route a path names, and the method it takes; nullopt for an unknown path.
@@ -94,7 +95,7 @@ std::optional<RouteEntry> route_of(std::string_view path) {
   if (path == "/v1/loads") return RouteEntry{"GET", Route::kLoads};
   if (path == "/metrics") return RouteEntry{"GET", Route::kMetrics};
   // SGLang serves it on GET and POST; routers fan a POST out.
-  if (path == "/flush_cache") return RouteEntry{"POST", Route::kFlushCache};
+  if (path == "/flush_cache") return RouteEntry{"POST", Route::kFlushCache, "GET"};
   return std::nullopt;
 }
 
@@ -236,8 +237,8 @@ struct OpenAiServer::Impl {
                                fmt::format("Invalid URL ({} {})", req.method, req.path), "", "unknown_url"});
       return;
     }
-    if (req.method != r->method && !(r->route == Route::kFlushCache && req.method == "GET")) {
-      res.set_header("Allow", std::string(r->method));
+    if (req.method != r->method && req.method != r->also) {
+      res.set_header("Allow", r->also.empty() ? std::string(r->method) : fmt::format("{}, {}", r->method, r->also));
       send_error(res, ApiError{405, "invalid_request_error",
                                fmt::format("{} {} is not allowed; use {}", req.method, req.path, r->method),
                                "", "method_not_allowed"});
@@ -558,18 +559,17 @@ struct OpenAiServer::Impl {
   // replica's prefix cache is emptied. Its answer texts are SGLang's.
   void flush_cache(httplib::Response& res) {
     std::lock_guard lock(mu);
+    constexpr std::string_view kNote =
+        "Please check backend logs for more details. (When there are running or waiting requests, the operation "
+        "will not be performed.)\n";
     for (int r : fleet.running())
       if (r > 0) {
         res.status = 400;
-        res.set_content("Cache not flushed. Please check backend logs for more details. (When there are running or "
-                        "waiting requests, the operation will not be performed.)\n",
-                        "text/plain");
+        res.set_content(fmt::format("Cache not flushed. {}", kNote), "text/plain");
         return;
       }
     fleet.flush_caches();
-    res.set_content("Cache flushed.\nPlease check backend logs for more details. (When there are running or waiting "
-                    "requests, the operation will not be performed.)\n",
-                    "text/plain");
+    res.set_content(fmt::format("Cache flushed.\n{}", kNote), "text/plain");
   }
 
   std::string stats_json() const {
