@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/strings.h"
+#include "core/json_fields.h"
 
 namespace cmax::audit {
 
@@ -32,9 +33,6 @@ std::vector<std::string> strings(const json& j, const char* key) {
   return out;
 }
 
-std::string str(const json& j, const char* key) {
-  return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : std::string();
-}
 
 std::string join(const std::vector<std::string>& v) {
   std::string out;
@@ -69,11 +67,11 @@ const ComponentFloor* Floors::find(std::string_view component) const {
 Result<Floors> parse_floors(std::string_view json_text, std::string origin) {
   json doc = json::parse(json_text, nullptr, false);
   if (doc.is_discarded()) return fail("read version floors {}: not valid JSON; check the file or drop --min-versions", origin);
-  if (!doc.is_object() || str(doc, "schema") != "cmax.min-versions/1")
+  if (!doc.is_object() || core::string_field(doc, "schema") != "cmax.min-versions/1")
     return fail("read version floors {}: schema must be \"cmax.min-versions/1\"", origin);
   Floors floors;
   floors.origin = origin;
-  floors.updated = str(doc, "updated");
+  floors.updated = core::string_field(doc, "updated");
   for (auto [key, field] : {std::pair<const char*, int*>{"max_age_days", &floors.max_age_days}, {"grace_days", &floors.grace_days}})
     if (doc.contains(key)) {
       if (!doc[key].is_number_integer() || doc[key].get<int>() < 0)
@@ -84,14 +82,14 @@ Result<Floors> parse_floors(std::string_view json_text, std::string origin) {
     if (!doc["components"].is_array()) return fail("read version floors {}: 'components' must be an array", origin);
     for (const auto& c : doc["components"]) {
       ComponentFloor cf;
-      cf.component = str(c, "component");
+      cf.component = core::string_field(c, "component");
       std::string where = fmt::format("read version floors {}: component '{}'", origin, cf.component);
       if (cf.component.empty()) return fail("read version floors {}: a component has no 'component' name", origin);
-      cf.description = str(c, "description");
-      cf.kind = str(c, "kind");
-      cf.source = str(c, "source");
-      cf.date = str(c, "date");
-      cf.fix_available = str(c, "fix_available");
+      cf.description = core::string_field(c, "description");
+      cf.kind = core::string_field(c, "kind");
+      cf.source = core::string_field(c, "source");
+      cf.date = core::string_field(c, "date");
+      cf.fix_available = core::string_field(c, "fix_available");
       if (cf.fix_available.empty()) cf.fix_available = cf.date;
       if (c.contains("distros") && c["distros"].is_object()) {
         for (const auto& [name, ver] : c["distros"].items()) {
@@ -99,7 +97,7 @@ Result<Floors> parse_floors(std::string_view json_text, std::string origin) {
             return fail("{}: distros.{} must be a package version string", where, name);
           cf.distros[name] = ver.get<std::string>();
         }
-        cf.distros_source = str(c, "distros_source");
+        cf.distros_source = core::string_field(c, "distros_source");
       }
       if (c.contains("models") && c["models"].is_object()) {
         for (const auto& [name, ver] : c["models"].items()) {
@@ -124,18 +122,18 @@ Result<Floors> parse_floors(std::string_view json_text, std::string origin) {
       }
       if (c.contains("cves") && c["cves"].is_array())
         for (const auto& cv : c["cves"])
-          cf.cves.push_back({str(cv, "id"), str(cv, "severity"), str(cv, "summary"), strings(cv, "fixed")});
+          cf.cves.push_back({core::string_field(cv, "id"), core::string_field(cv, "severity"), core::string_field(cv, "summary"), strings(cv, "fixed")});
       floors.components.push_back(std::move(cf));
     }
   }
   if (doc.contains("kernel_cves") && doc["kernel_cves"].is_array()) {
     for (const auto& k : doc["kernel_cves"]) {
       KernelCve cve;
-      cve.id = str(k, "id");
+      cve.id = core::string_field(k, "id");
       std::string where = fmt::format("read version floors {}: kernel CVE '{}'", origin, cve.id);
-      cve.summary = str(k, "summary");
-      cve.severity = str(k, "severity");
-      cve.source = str(k, "source");
+      cve.summary = core::string_field(k, "summary");
+      cve.severity = core::string_field(k, "severity");
+      cve.source = core::string_field(k, "source");
       auto intro = version_field(k, "introduced", where);
       if (!intro) return Unexpected<Error>{intro.error()};
       cve.introduced = std::move(*intro);
@@ -144,7 +142,7 @@ Result<Floors> parse_floors(std::string_view json_text, std::string origin) {
         if (!v) return fail("{}: fixed '{}': {}", where, f, v.error().message);
         cve.fixed.push_back(std::move(*v));
       }
-      cve.applies = str(k, "applies");
+      cve.applies = core::string_field(k, "applies");
       if (!cve.applies.empty() && cve.applies != "kvm-host")
         return fail("{}: applies must be \"kvm-host\" or absent, not '{}'", where, cve.applies);
       if (k.contains("distros") && k["distros"].is_object())

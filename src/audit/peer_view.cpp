@@ -8,6 +8,7 @@
 
 #include "core/strings.h"
 #include "core/version.h"
+#include "core/json_fields.h"
 
 namespace cmax::audit {
 
@@ -17,9 +18,6 @@ namespace {
 
 using nlohmann::json;
 
-std::string str(const json& j, const char* key) {
-  return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : std::string();
-}
 
 // The peer's rule for one check, as the map records it.
 struct Policy {
@@ -42,13 +40,13 @@ const Loaded* loaded() {
     if (doc.is_discarded() || !map) return nullptr;
     auto* l = new Loaded{std::move(*map), {}, {}};
     for (const auto& c : doc["checks"]) {
-      std::string key = str(c, "key");
+      std::string key = core::string_field(c, "key");
       for (const auto& id : c["cmax"]) l->keys_by_cmax[id.get<std::string>()].push_back(key);
       if (c.contains("policy") && c["policy"].is_object()) {
-        Policy p{str(c["policy"], "kind"), c["policy"], {}, {}};
+        Policy p{core::string_field(c["policy"], "kind"), c["policy"], {}, {}};
         if (c.contains("differences") && c["differences"].is_array() && !c["differences"].empty()) {
-          p.reason = str(c["differences"][0], "reason");
-          p.source = str(c["differences"][0], "source");
+          p.reason = core::string_field(c["differences"][0], "reason");
+          p.source = core::string_field(c["differences"][0], "source");
         }
         l->policy_by_key[key] = std::move(p);
       }
@@ -108,7 +106,7 @@ std::string predict(const Policy& p, const Finding& f, const Facts& facts) {
   }
   if (p.kind == "floor") {
     auto v = upstream(f.observed);
-    auto fl = core::parse_version(str(d, "floor"));
+    auto fl = core::parse_version(core::string_field(d, "floor"));
     if (!v || !fl) return {};
     return core::compare_versions(*v, *fl) >= 0 ? "PASS" : "FAIL";
   }
@@ -147,21 +145,21 @@ std::string_view peer_result_of(Outcome o) {
 
 Result<PeerMap> parse_peer_map(std::string_view json_text, std::string_view origin) {
   auto doc = json::parse(json_text, nullptr, false);
-  if (doc.is_discarded() || !doc.is_object() || str(doc, "schema") != "cmax.peer-map/1")
+  if (doc.is_discarded() || !doc.is_object() || core::string_field(doc, "schema") != "cmax.peer-map/1")
     return fail("read peer map {}: not a cmax.peer-map/1 document", origin);
   PeerMap m;
-  m.peer = str(doc, "peer");
-  m.pinned = str(doc, "pinned");
+  m.peer = core::string_field(doc, "peer");
+  m.pinned = core::string_field(doc, "pinned");
   if (!doc.contains("checks") || !doc["checks"].is_array()) return fail("read peer map {}: no checks array", origin);
   for (const auto& c : doc["checks"]) {
     PeerCheck pc;
-    pc.key = str(c, "key");
+    pc.key = core::string_field(c, "key");
     if (pc.key.empty()) return fail("read peer map {}: a check has no key", origin);
-    pc.profile = str(c, "profile");
-    pc.harness = str(c, "harness");
+    pc.profile = core::string_field(c, "profile");
+    pc.harness = core::string_field(c, "harness");
     pc.in_pinned = !c.contains("in_0_2_1") || c["in_0_2_1"].get<bool>();
-    pc.relation = str(c, "relation");
-    pc.note = str(c, "note");
+    pc.relation = core::string_field(c, "relation");
+    pc.note = core::string_field(c, "note");
     if (c.contains("cmax") && c["cmax"].is_array())
       for (const auto& id : c["cmax"])
         if (id.is_string()) pc.cmax.push_back(id.get<std::string>());

@@ -5,16 +5,13 @@
 #include <nlohmann/json.hpp>
 
 #include "core/strings.h"
+#include "core/json_fields.h"
 
 namespace cmax::drill {
 namespace {
 
 using json = nlohmann::json;
 
-std::string str(const json& o, const char* key) {
-  auto it = o.find(key);
-  return it != o.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
 
 const json* object_at(const json& o, const char* key) {
   auto it = o.find(key);
@@ -32,12 +29,12 @@ bool workload(const json& pod) {
   if (meta != nullptr) {
     if (const json* owners = array_at(*meta, "ownerReferences"))
       for (const auto& o : *owners)
-        if (o.is_object() && str(o, "kind") == "DaemonSet") return false;
+        if (o.is_object() && core::string_field(o, "kind") == "DaemonSet") return false;
     if (const json* ann = object_at(*meta, "annotations"); ann != nullptr && ann->contains("kubernetes.io/config.mirror"))
       return false;
   }
   const json* status = object_at(pod, "status");
-  const std::string phase = status != nullptr ? str(*status, "phase") : "";
+  const std::string phase = status != nullptr ? core::string_field(*status, "phase") : "";
   return phase != "Succeeded" && phase != "Failed";
 }
 
@@ -46,15 +43,15 @@ bool workload(const json& pod) {
 Result<KubeView> kube_view(std::string_view node_json, std::string_view pods_json,
                            const std::vector<std::string>& taints_before) {
   auto node = json::parse(node_json, nullptr, false);
-  if (node.is_discarded() || !node.is_object() || str(node, "kind") != "Node")
+  if (node.is_discarded() || !node.is_object() || core::string_field(node, "kind") != "Node")
     return fail("not a Node object: \"{}\"", core::clip(node_json, 80));
   auto pods = json::parse(pods_json, nullptr, false);
-  if (pods.is_discarded() || !pods.is_object() || str(pods, "kind") != "PodList" || array_at(pods, "items") == nullptr)
+  if (pods.is_discarded() || !pods.is_object() || core::string_field(pods, "kind") != "PodList" || array_at(pods, "items") == nullptr)
     return fail("not a PodList object: \"{}\"", core::clip(pods_json, 80));
 
   KubeView v;
   const json* meta = object_at(node, "metadata");
-  v.state.name = meta != nullptr ? str(*meta, "name") : "";
+  v.state.name = meta != nullptr ? core::string_field(*meta, "name") : "";
   if (v.state.name.empty()) return fail("Node object without metadata.name");
   for (const auto& p : pods["items"])
     if (workload(p)) ++v.workload_pods;
@@ -71,11 +68,11 @@ Result<KubeView> kube_view(std::string_view node_json, std::string_view pods_jso
     if (const json* taints = array_at(*spec, "taints"))
       for (const auto& t : *taints) {
         if (!t.is_object()) continue;
-        const std::string key = str(t, "key"), effect = str(t, "effect");
+        const std::string key = core::string_field(t, "key"), effect = core::string_field(t, "effect");
         v.taint_keys.push_back(key);
         if (std::find(taints_before.begin(), taints_before.end(), key) != taints_before.end()) continue;
         if (effect == "NoSchedule" || effect == "NoExecute") drain = true;
-        const std::string value = str(t, "value");
+        const std::string value = core::string_field(t, "value");
         reasons.push_back("taint " + key + (value.empty() ? "" : "=" + value) + ":" + effect);
       }
 
@@ -84,11 +81,11 @@ Result<KubeView> kube_view(std::string_view node_json, std::string_view pods_jso
     if (const json* conds = array_at(*status, "conditions"))
       for (const auto& c : *conds) {
         if (!c.is_object()) continue;
-        const std::string type = str(c, "type"), st = str(c, "status");
+        const std::string type = core::string_field(c, "type"), st = core::string_field(c, "status");
         if (type == "Ready") ready = st;
         const bool healthy_when_true = type == "Ready" || type == "CmaxHealthy";
         if ((healthy_when_true && st != "True") || (!healthy_when_true && st == "True")) {
-          const std::string why = str(c, "reason");
+          const std::string why = core::string_field(c, "reason");
           reasons.push_back("condition " + type + "=" + st + (why.empty() ? "" : " (" + why + ")"));
         }
       }

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include <nlohmann/json.hpp>
+#include "core/json_fields.h"
 
 namespace cmax::health {
 
@@ -29,21 +30,17 @@ Result<GpuFloor> floor_of(const json& entry, const char* key, const std::string&
   return f;
 }
 
-std::string str(const json& j, const char* key) {
-  auto it = j.find(key);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
 
 }  // namespace
 
 Result<GpuThresholds> parse_gpu_thresholds(std::string_view text, std::string_view origin) {
   json doc = json::parse(text.begin(), text.end(), nullptr, false);
   if (doc.is_discarded()) return fail("read GPU thresholds {}: not valid JSON; fix the file or drop the option", origin);
-  if (!doc.is_object() || str(doc, "schema") != "cmax.gpu-thresholds/1")
+  if (!doc.is_object() || core::string_field(doc, "schema") != "cmax.gpu-thresholds/1")
     return fail("read GPU thresholds {}: schema must be \"cmax.gpu-thresholds/1\"", origin);
   GpuThresholds t;
   t.origin = std::string(origin);
-  t.matmul_kernel = str(doc, "matmul_kernel");
+  t.matmul_kernel = core::string_field(doc, "matmul_kernel");
   if (auto it = doc.find("node_relative_min"); it != doc.end()) {
     if (!it->is_number() || it->get<double>() <= 0 || it->get<double>() > 1)
       return fail("read GPU thresholds {}: node_relative_min must be a number in (0, 1]", origin);
@@ -55,11 +52,11 @@ Result<GpuThresholds> parse_gpu_thresholds(std::string_view text, std::string_vi
   for (std::size_t i = 0; i < models->size(); ++i) {
     const json& m = (*models)[i];
     std::string where = fmt::format("read GPU thresholds {}: models[{}]", origin, i);
-    if (!m.is_object() || str(m, "match").empty()) return fail("{}: needs a non-empty string 'match'", where);
+    if (!m.is_object() || core::string_field(m, "match").empty()) return fail("{}: needs a non-empty string 'match'", where);
     GpuModelThresholds e;
-    e.match = str(m, "match");
-    e.model = str(m, "model");
-    e.notes = str(m, "notes");
+    e.match = core::string_field(m, "match");
+    e.model = core::string_field(m, "model");
+    e.notes = core::string_field(m, "notes");
     where += " (" + e.match + ")";
     struct Field {
       const char* key;

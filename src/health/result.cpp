@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include "core/json_fields.h"
 
 namespace cmax::health {
 
@@ -28,35 +29,28 @@ ordered_json to_json(const CheckResult& r) {
                       {"measurements", std::move(m)}};
 }
 
-namespace {
-std::string str(const json& j, const char* key) {
-  auto it = j.find(key);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
-}  // namespace
-
 Result<CheckResult> check_from_json(const json& j) {
   if (!j.is_object()) return fail("read check result: expected an object, got {}", j.type_name());
   CheckResult r;
-  r.id = str(j, "id");
+  r.id = core::string_field(j, "id");
   if (r.id.empty()) return fail("read check result: no \"id\"");
-  auto cat = audit::parse_category(str(j, "category"));
-  if (!cat) return fail("read check result {}: unknown category \"{}\"", r.id, str(j, "category"));
+  auto cat = audit::parse_category(core::string_field(j, "category"));
+  if (!cat) return fail("read check result {}: unknown category \"{}\"", r.id, core::string_field(j, "category"));
   r.category = *cat;
-  auto out = audit::parse_outcome(str(j, "outcome"));
-  if (!out) return fail("read check result {}: unknown outcome \"{}\"", r.id, str(j, "outcome"));
+  auto out = audit::parse_outcome(core::string_field(j, "outcome"));
+  if (!out) return fail("read check result {}: unknown outcome \"{}\"", r.id, core::string_field(j, "outcome"));
   r.outcome = *out;
-  r.title = str(j, "title");
-  r.target = str(j, "target");
-  r.summary = str(j, "summary");
-  r.reason = str(j, "reason");
+  r.title = core::string_field(j, "title");
+  r.target = core::string_field(j, "target");
+  r.summary = core::string_field(j, "summary");
+  r.reason = core::string_field(j, "reason");
   r.timed_out = j.value("timed_out", false);
   r.duration_s = j.value("duration_s", 0.0);
   if (auto it = j.find("measurements"); it != j.end() && it->is_array()) {
     for (const auto& mj : *it) {
       if (!mj.is_object() || !mj.contains("value") || !mj["value"].is_number())
         return fail("read check result {}: a measurement without a numeric \"value\"", r.id);
-      Measurement m{str(mj, "name"), mj["value"].get<double>(), str(mj, "unit"), std::nullopt, std::nullopt};
+      Measurement m{core::string_field(mj, "name"), mj["value"].get<double>(), core::string_field(mj, "unit"), std::nullopt, std::nullopt};
       if (mj.contains("min") && mj["min"].is_number()) m.min = mj["min"].get<double>();
       if (mj.contains("max") && mj["max"].is_number()) m.max = mj["max"].get<double>();
       r.measurements.push_back(std::move(m));

@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/json_fields.h"
 #include "core/process.h"
 #include "core/text_file.h"
 #include "sched/slurm_reservation.h"
@@ -270,24 +271,25 @@ MergedResults merge_active_results(std::string_view job_id, const std::vector<st
   for (const auto& f : files) {
     auto j = ojson::parse(f.text, nullptr, false);
     if (!f.error.empty() || j.is_discarded() || !j.is_object() ||
-        j.value("schema", "").rfind("cmax.check.active/", 0) != 0 || !j.contains("results") ||
+        core::string_field(j, "schema").rfind("cmax.check.active/", 0) != 0 || !j.contains("results") ||
         !j["results"].is_array()) {
       node_list.push_back({{"file", f.file},
                            {"error", f.error.empty() ? "not a cmax.check.active/1 document (see the .err beside it)"
                                                      : f.error}});
       continue;
     }
-    const std::string node = j.value("node", "");
+    const std::string node = core::string_field(j, "node");
     reported.insert(node);
-    const bool node_healthy = j.value("healthy", false);
+    const auto h = j.find("healthy");  // a node's file is input: "healthy": "yes" is not healthy
+    const bool node_healthy = h != j.end() && h->is_boolean() && h->get<bool>();
     healthy = healthy && node_healthy;
     node_list.push_back({{"node", node}, {"healthy", node_healthy}, {"file", f.file},
                          {"counts", j.value("counts", ojson::object())}});
     for (auto r : j["results"]) {
       if (!r.is_object()) continue;
-      const std::string target = r.value("target", "");
+      const std::string target = core::string_field(r, "target");
       r["target"] = target.empty() ? node : node + ":" + target;
-      ++counts[r.value("outcome", "unverified")];
+      ++counts[core::string_field(r, "outcome", "unverified")];
       results.push_back(r);
     }
   }

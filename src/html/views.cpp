@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "score/evidence.h"
+#include "core/json_fields.h"
 
 namespace cmax::html {
 namespace {
@@ -37,11 +38,6 @@ Result<json> parse(std::string_view text, std::string_view file, std::string_vie
   return j;
 }
 
-std::string str(const json& o, const char* key) {
-  if (!o.is_object()) return {};
-  auto it = o.find(key);
-  return it != o.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
 
 double num(const json& o, const char* key, double fallback = 0) {
   if (!o.is_object()) return fallback;
@@ -110,14 +106,14 @@ Result<ClusterView> parse_cluster_view(std::string_view text) {
 Result<ClusterView> cluster_view(const nlohmann::json& doc) {
   const json* j = &doc;
   ClusterView v;
-  v.harness = str(*j, "harness");
-  v.started_at = str(*j, "started_at");
+  v.harness = core::string_field(*j, "harness");
+  v.started_at = core::string_field(*j, "started_at");
   v.seconds = num(*j, "seconds");
   for (const auto& n : arr(*j, "nodes")) {
     ClusterNode c;
-    c.node = str(n, "node");
-    c.status = str(n, "status");
-    c.detail = str(n, "detail");
+    c.node = core::string_field(n, "node");
+    c.status = core::string_field(n, "status");
+    c.detail = core::string_field(n, "detail");
     c.seconds = num(n, "seconds");
     if (auto f = n.find("findings"); f != n.end() && f->is_object()) {
       c.pass = static_cast<int>(num(*f, "pass"));
@@ -125,7 +121,7 @@ Result<ClusterView> cluster_view(const nlohmann::json& doc) {
       c.fail = static_cast<int>(num(*f, "fail"));
       c.unverified = static_cast<int>(num(*f, "unverified"));
     }
-    if (auto s = n.find("scan"); s != n.end() && flag(*s, "ran")) c.worst_action = str(*s, "worst_action");
+    if (auto s = n.find("scan"); s != n.end() && flag(*s, "ran")) c.worst_action = core::string_field(*s, "worst_action");
     for (const auto& x : arr(n, "failing"))
       if (x.is_string()) c.failing.push_back(x.get<std::string>());
     v.nodes.push_back(std::move(c));
@@ -146,14 +142,14 @@ Result<ScanView> scan_view(const nlohmann::json& doc) {
     if (s.is_string()) v.sources.push_back(s.get<std::string>());
   for (const auto& i : arr(*j, "incidents")) {
     ScanIncident x;
-    x.node = str(i, "node");
-    x.kind = str(i, "kind");
-    x.device = str(i, "device");
-    x.action = str(i, "action");
-    x.reason = str(i, "reason");
-    x.first_seen = str(i, "first_seen");
-    x.last_seen = str(i, "last_seen");
-    x.sample = str(i, "sample");
+    x.node = core::string_field(i, "node");
+    x.kind = core::string_field(i, "kind");
+    x.device = core::string_field(i, "device");
+    x.action = core::string_field(i, "action");
+    x.reason = core::string_field(i, "reason");
+    x.first_seen = core::string_field(i, "first_seen");
+    x.last_seen = core::string_field(i, "last_seen");
+    x.sample = core::string_field(i, "sample");
     if (auto c = opt_num(i, "code")) x.code = static_cast<long long>(*c);
     x.count = static_cast<long long>(num(i, "count"));
     x.resolved = flag(i, "resolved");
@@ -163,9 +159,9 @@ Result<ScanView> scan_view(const nlohmann::json& doc) {
   v.total = v.incidents.size();
   std::map<std::string, std::pair<std::size_t, std::set<std::string>>> drills;
   for (const auto& i : arr(*j, "drills")) {
-    auto& d = drills[str(i, "drill")];
+    auto& d = drills[core::string_field(i, "drill")];
     ++d.first;
-    d.second.insert(str(i, "node"));
+    d.second.insert(core::string_field(i, "node"));
   }
   for (const auto& [id, d] : drills)
     v.drills.push_back(fmt::format("drill {}: {} incident{} ({})", id, d.first, d.first == 1 ? "" : "s",
@@ -191,20 +187,20 @@ Result<NcclView> nccl_view(const nlohmann::json& doc) {
   NcclView v;
   for (const auto& r : arr(*j, "runs")) {
     NcclChart c;
-    c.file = str(r, "file");
-    c.collective = str(r, "collective");
-    c.gpu = str(r, "gpu");
-    c.verdict = str(r, "verdict");
+    c.file = core::string_field(r, "file");
+    c.collective = core::string_field(r, "collective");
+    c.gpu = core::string_field(r, "gpu");
+    c.verdict = core::string_field(r, "verdict");
     c.ranks = static_cast<int>(num(r, "ranks"));
     c.nodes = static_cast<int>(num(r, "nodes"));
     c.peak_busbw_gbps = num(r, "peak_busbw_gbps");
     if (auto ref = r.find("reference"); ref != r.end() && ref->is_object())
       c.expected_busbw_gbps = opt_num(*ref, "expected_busbw_gbps");
-    for (const auto& a : arr(r, "anomalies")) c.anomalies.push_back(str(a, "detail"));
-    c.chart_path = str(r, "chart");
+    for (const auto& a : arr(r, "anomalies")) c.anomalies.push_back(core::string_field(a, "detail"));
+    c.chart_path = core::string_field(r, "chart");
     v.runs.push_back(std::move(c));
   }
-  for (const auto& s : arr(*j, "scaling")) v.scaling.push_back(str(s, "detail"));
+  for (const auto& s : arr(*j, "scaling")) v.scaling.push_back(core::string_field(s, "detail"));
   return v;
 }
 
@@ -217,28 +213,28 @@ Result<DrillView> parse_drill_view(std::string_view text) {
 Result<DrillView> drill_view(const nlohmann::json& doc) {
   const json* j = &doc;
   DrillView v;
-  v.drill_id = str(*j, "drill_id");
-  v.scenario = str(*j, "scenario");
-  v.title = str(*j, "title");
-  v.expect = str(*j, "expect");
-  v.scheduler = str(*j, "scheduler");
+  v.drill_id = core::string_field(*j, "drill_id");
+  v.scenario = core::string_field(*j, "scenario");
+  v.title = core::string_field(*j, "title");
+  v.expect = core::string_field(*j, "expect");
+  v.scheduler = core::string_field(*j, "scheduler");
   for (const auto& n : arr(*j, "nodes")) {
     DrillNode d;
-    d.node = str(n, "node");
-    d.error = str(n, "error");
+    d.node = core::string_field(n, "node");
+    d.error = core::string_field(n, "error");
     if (auto det = n.find("detector"); det != n.end() && det->is_object()) {
-      d.detector_by = str(*det, "by");
-      d.detector_owner = str(*det, "owner");
+      d.detector_by = core::string_field(*det, "by");
+      d.detector_owner = core::string_field(*det, "owner");
     }
     for (const auto& s : arr(n, "stages")) {
       DrillStage st;
-      st.stage = str(s, "stage");
-      st.verdict = str(s, "verdict");
+      st.stage = core::string_field(s, "stage");
+      st.verdict = core::string_field(s, "verdict");
       st.reached = flag(s, "reached");
       st.at_ms = num(s, "at_ms");
       st.lower_ms = num(s, "lower_ms");
       st.threshold_ms = opt_num(s, "threshold_ms");
-      st.how = str(s, "how");
+      st.how = core::string_field(s, "how");
       if (auto a = s.find("awaited"); a != s.end() && a->is_boolean()) st.awaited = a->get<bool>();
       d.stages.push_back(std::move(st));
     }
@@ -259,9 +255,9 @@ Result<SlaView> sla_view(const nlohmann::json& doc) {
   static const json kNone = json::object();
   auto c = j->find("contract");
   const json& contract = c != j->end() ? *c : kNone;
-  v.contract = str(contract, "name");
-  v.scope = str(contract, "scope");
-  v.currency = str(contract, "currency");
+  v.contract = core::string_field(contract, "name");
+  v.scope = core::string_field(contract, "scope");
+  v.currency = core::string_field(contract, "currency");
   v.target_percent = num(contract, "availability_target_percent");
   v.total.name = "all " + (v.scope.empty() ? std::string("entities") : v.scope + "s");
   std::vector<std::string> order;  // entities in first-seen order
@@ -269,7 +265,7 @@ Result<SlaView> sla_view(const nlohmann::json& doc) {
   const json& months = arr(*j, "months");
   for (std::size_t m = 0; m < months.size(); ++m) {
     const json& month = months[m];
-    v.months.push_back(str(month, "month"));
+    v.months.push_back(core::string_field(month, "month"));
     if (auto t = month.find("totals"); t != month.end() && t->is_object()) {
       SlaCell c = sla_cell(*t);
       c.below_target = c.availability_percent < v.target_percent;
@@ -279,7 +275,7 @@ Result<SlaView> sla_view(const nlohmann::json& doc) {
       v.total.cells.emplace_back(std::nullopt);
     }
     for (const auto& e : arr(month, "entities")) {
-      std::string name = str(e, "name");
+      std::string name = core::string_field(e, "name");
       auto [it, fresh] = rows.try_emplace(name);
       if (fresh) {
         it->second.name = name;
@@ -300,7 +296,7 @@ Result<SlaView> sla_view(const nlohmann::json& doc) {
   }
   for (const auto& d : arr(*j, "drills")) {
     const std::string end = d.contains("end") && d["end"].is_string() ? d["end"].get<std::string>() : "still out";
-    v.drills.push_back(fmt::format("drill {} on {}: {} .. {}{}", str(d, "drill"), str(d, "node"), str(d, "start"), end,
+    v.drills.push_back(fmt::format("drill {} on {}: {} .. {}{}", core::string_field(d, "drill"), core::string_field(d, "node"), core::string_field(d, "start"), end,
                                    flag(d, "excluded") ? "" : " (a node the contract does not name)"));
   }
   for (const auto& name : order) {
@@ -311,7 +307,7 @@ Result<SlaView> sla_view(const nlohmann::json& doc) {
                    [](const SlaRow& a, const SlaRow& b) { return a.worst < b.worst; });
   if (v.entities.size() > kMaxSlaRows) v.entities.resize(kMaxSlaRows);
   for (const auto& c : arr(*j, "cancellation_rights"))
-    v.cancellations.push_back(fmt::format("{} {}: {}", str(c, "name"), str(c, "month"), str(c, "detail")));
+    v.cancellations.push_back(fmt::format("{} {}: {}", core::string_field(c, "name"), core::string_field(c, "month"), core::string_field(c, "detail")));
   if (auto s = j->find("summary"); s != j->end()) v.credit_total = num(*s, "credit_total");
   return v;
 }

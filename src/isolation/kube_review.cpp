@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <nlohmann/json.hpp>
+#include "core/json_fields.h"
 
 namespace cmax::isolation {
 namespace {
@@ -183,10 +184,6 @@ Result<json> parse_object(std::string_view text, std::string_view what) {
   return j;
 }
 
-std::string text_at(const json& j, const char* key) {
-  auto it = j.find(key);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
 
 }  // namespace
 
@@ -238,7 +235,7 @@ Result<RulesReview> parse_rules_review(std::string_view text) {
   RulesReview out;
   auto flag = status->find("incomplete");
   out.incomplete = flag != status->end() && flag->is_boolean() && flag->get<bool>();
-  out.evaluation_error = text_at(*status, "evaluationError");
+  out.evaluation_error = core::string_field(*status, "evaluationError");
   if (auto rules = status->find("resourceRules"); rules != status->end() && rules->is_array())
     for (const auto& r : *rules) {
       if (!r.is_object()) continue;
@@ -303,8 +300,8 @@ Result<AccessReview> parse_access_review(std::string_view text) {
   out.allowed = allowed->get<bool>();
   auto denied = status->find("denied");
   out.denied = denied != status->end() && denied->is_boolean() && denied->get<bool>();
-  out.reason = text_at(*status, "reason");
-  out.evaluation_error = text_at(*status, "evaluationError");
+  out.reason = core::string_field(*status, "reason");
+  out.evaluation_error = core::string_field(*status, "evaluationError");
   return out;
 }
 
@@ -338,8 +335,8 @@ std::string risky_pod_body(const RiskyPod& pod, std::string_view ns) {
 
 std::optional<std::string> status_message(std::string_view text) {
   json j = json::parse(text, nullptr, false);
-  if (j.is_discarded() || !j.is_object() || text_at(j, "kind") != "Status") return std::nullopt;
-  return text_at(j, "message");
+  if (j.is_discarded() || !j.is_object() || core::string_field(j, "kind") != "Status") return std::nullopt;
+  return core::string_field(j, "message");
 }
 
 bool is_rbac_forbidden(std::string_view message) {

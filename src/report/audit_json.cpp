@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "report/scorecard.h"
+#include "core/json_fields.h"
 
 #ifndef CMAX_VERSION
 #define CMAX_VERSION "0.0.0"
@@ -35,10 +36,6 @@ ordered_json finding_json(const audit::Finding& f) {
   return j;
 }
 
-std::string str(const ordered_json& j, const char* key) {
-  auto it = j.find(key);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
 
 std::vector<std::string> strs(const ordered_json& j, const char* key) {
   std::vector<std::string> out;
@@ -104,65 +101,65 @@ Result<audit::AuditReport> audit_from_json(std::string_view text, std::string_vi
   auto j = ordered_json::parse(text, nullptr, false);
   if (j.is_discarded() || !j.is_object())
     return fail("read {}: not valid JSON (truncated or damaged results file?)", origin);
-  if (str(j, "schema") != kAuditSchema)
-    return fail("read {}: schema is '{}', this cmax reads '{}'", origin, str(j, "schema"), kAuditSchema);
+  if (core::string_field(j, "schema") != kAuditSchema)
+    return fail("read {}: schema is '{}', this cmax reads '{}'", origin, core::string_field(j, "schema"), kAuditSchema);
   audit::AuditReport r;
-  r.host = str(j, "host");
-  r.host_root = str(j, "host_root");
-  std::string harness = str(j, "harness");
+  r.host = core::string_field(j, "host");
+  r.host_root = core::string_field(j, "host_root");
+  std::string harness = core::string_field(j, "harness");
   r.harness = harness == "slurm" ? audit::kSlurm : harness == "kubernetes" ? audit::kKubernetes : audit::kStandalone;
-  r.started_at = str(j, "started_at");
-  r.finished_at = str(j, "finished_at");
+  r.started_at = core::string_field(j, "started_at");
+  r.finished_at = core::string_field(j, "finished_at");
   if (j.contains("duration_ms") && j["duration_ms"].is_number())
     r.duration = std::chrono::microseconds(static_cast<long long>(j["duration_ms"].get<double>() * 1000));
   if (j.contains("floors") && j["floors"].is_object()) {
-    r.floors_origin = str(j["floors"], "origin");
-    r.floors_updated = str(j["floors"], "updated");
+    r.floors_origin = core::string_field(j["floors"], "origin");
+    r.floors_updated = core::string_field(j["floors"], "updated");
   }
   if (!j.contains("findings") || !j["findings"].is_array()) return fail("read {}: no 'findings' array", origin);
   for (const auto& fj : j["findings"]) {
     audit::Finding f;
-    f.check_id = str(fj, "id");
-    auto cat = audit::parse_category(str(fj, "category"));
-    auto outcome = audit::parse_outcome(str(fj, "result"));
-    auto sev = audit::parse_severity(str(fj, "severity"));
+    f.check_id = core::string_field(fj, "id");
+    auto cat = audit::parse_category(core::string_field(fj, "category"));
+    auto outcome = audit::parse_outcome(core::string_field(fj, "result"));
+    auto sev = audit::parse_severity(core::string_field(fj, "severity"));
     if (f.check_id.empty() || !cat || !outcome || !sev)
       return fail("read {}: finding '{}' has an unknown id, category, severity or result", origin, f.check_id);
     f.category = *cat;
     f.outcome = *outcome;
     f.severity = *sev;
     f.security = fj.contains("security") && fj["security"].is_boolean() && fj["security"].get<bool>();
-    f.title = str(fj, "title");
-    f.observed = str(fj, "observed");
-    f.expected = str(fj, "expected");
+    f.title = core::string_field(fj, "title");
+    f.observed = core::string_field(fj, "observed");
+    f.expected = core::string_field(fj, "expected");
     if (fj.contains("evidence") && fj["evidence"].is_object()) {
-      f.evidence_source = str(fj["evidence"], "source");
-      f.evidence_value = str(fj["evidence"], "value");
+      f.evidence_source = core::string_field(fj["evidence"], "source");
+      f.evidence_value = core::string_field(fj["evidence"], "value");
     }
-    f.criterion = str(fj, "criterion");
+    f.criterion = core::string_field(fj, "criterion");
     f.cves = strs(fj, "cves");
     f.links = strs(fj, "links");
-    f.reason = str(fj, "reason");
-    f.description = str(fj, "description");
-    f.remediation = str(fj, "remediation");
+    f.reason = core::string_field(fj, "reason");
+    f.description = core::string_field(fj, "description");
+    f.remediation = core::string_field(fj, "remediation");
     if (fj.contains("peer") && fj["peer"].is_object()) {
-      f.peer_check = str(fj["peer"], "check");
-      f.peer_result = str(fj["peer"], "result");
-      f.peer_why = str(fj["peer"], "why");
+      f.peer_check = core::string_field(fj["peer"], "check");
+      f.peer_result = core::string_field(fj["peer"], "result");
+      f.peer_why = core::string_field(fj["peer"], "why");
     }
     r.findings.push_back(std::move(f));
   }
   if (j.contains("facts") && j["facts"].is_array()) {
     for (const auto& fj : j["facts"]) {
       audit::Fact f;
-      f.key = str(fj, "key");
-      std::string st = str(fj, "status");
+      f.key = core::string_field(fj, "key");
+      std::string st = core::string_field(fj, "status");
       f.status = st == "present" ? audit::FactStatus::present
                  : st == "error" ? audit::FactStatus::error
                                  : audit::FactStatus::absent;
-      f.value = str(fj, "value");
-      f.source = str(fj, "source");
-      f.detail = str(fj, "detail");
+      f.value = core::string_field(fj, "value");
+      f.source = core::string_field(fj, "source");
+      f.detail = core::string_field(fj, "detail");
       if (!f.key.empty()) r.facts.put(std::move(f));
     }
   }

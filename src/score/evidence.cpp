@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/json_fields.h"
 #include "report/run_dir.h"
 #include "report/audit_json.h"
 
@@ -30,7 +31,7 @@ Result<void> parse_doc(std::string_view text, std::string_view file, std::string
     return fail("{}: not JSON: {}", file, e.what());
   }
   if (!j.is_object()) return fail("{}: not a JSON object", file);
-  std::string schema = j.value("schema", std::string());
+  std::string schema = core::string_field(j, "schema");
   if (schema.rfind(schema_prefix, 0) != 0)
     return fail("{}: schema \"{}\" is not {}", file, schema, schema_prefix);
   return ok();

@@ -1,5 +1,7 @@
 #include "sla/drills.h"
 
+#include "core/json_fields.h"
+
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -43,7 +45,7 @@ std::vector<DrillWindow> drill_windows_from_actions(const std::vector<NodeAction
 Result<std::vector<DrillWindow>> drill_windows_from_report(std::string_view text, std::string_view path) {
   auto j = nlohmann::json::parse(text, nullptr, false);
   if (j.is_discarded() || !j.is_object()) return fail("read drill record {}: not JSON", path);
-  if (j.value("schema", std::string()) != "cmax.drill/1")
+  if (core::string_field(j, "schema") != "cmax.drill/1")
     return fail("read drill record {}: schema is not cmax.drill/1", path);
   std::vector<DrillWindow> out;
   try {

@@ -12,6 +12,8 @@
 #include <fstream>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "core/process.h"
 #include "health/submit.h"
 
@@ -164,6 +166,22 @@ TEST(BuildSubmit, TheScriptRunsSrunWithExactlyTheArgvItWasGiven) {
   EXPECT_FALSE(fs::exists(dir / "pwned"));
   std::error_code ec;
   fs::remove_all(dir, ec);
+}
+
+TEST(MergeActiveResults, ANodeFileOfTheWrongShapeIsReportedNeverThrown) {
+  // Each file is what a compute node wrote: fields of the wrong type are that node's error.
+  const std::vector<NodeResultFile> files{
+      {"n1.json", R"({"schema": ["cmax.check.active/1"], "results": []})", ""},
+      {"n2.json", R"({"schema": "cmax.check.active/1", "node": 7, "healthy": "yes",
+                      "results": [{"id": "disk", "target": 3, "outcome": ["pass"]}]})", ""},
+      {"n3.json", "", "cannot open"}};
+  MergedResults m;
+  ASSERT_NO_THROW(m = merge_active_results("42", {"n1", "n2", "n3"}, files, "2026-12-05T00:00:00Z"));
+  EXPECT_FALSE(m.healthy);
+  const auto doc = nlohmann::json::parse(m.document);
+  EXPECT_EQ(doc["nodes"][0]["file"], "n1.json");
+  EXPECT_TRUE(doc["nodes"][0].contains("error")) << "an array schema is not a result";
+  EXPECT_EQ(doc["nodes"][1]["healthy"], false) << "\"healthy\": \"yes\" is not a boolean";
 }
 
 TEST(JobTimeLimit, CoversEveryCheckAndAMargin) {

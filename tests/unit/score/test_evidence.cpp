@@ -23,6 +23,13 @@ TEST(Evidence, ClusterDocGivesNodesAnsweredAndScanIncidents) {
   EXPECT_DOUBLE_EQ(ev.metrics.at("scan.actionable_per_node").value, 1.5);
 }
 
+TEST(Evidence, ASchemaOfTheWrongTypeIsAnErrorThatSaysSo) {
+  Evidence ev;
+  auto r = add_scan_doc(R"({"schema": ["cmax.scan/1"], "incidents": []})", ev);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("is not cmax.scan/"), std::string::npos) << r.error().message;
+}
+
 TEST(Evidence, DrillDocTakesTheWorstNodeAndNever) {
   Evidence ev;
   auto r = add_drill_doc(R"({"schema": "cmax.drill/1", "nodes": [

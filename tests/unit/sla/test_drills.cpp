@@ -62,6 +62,8 @@ TEST(SlaDrills, ADrillRecordGivesAWindowPerNodeInjected) {
   EXPECT_FALSE(drill_windows_from_report("{", "x"));
   EXPECT_FALSE(drill_windows_from_report(R"({"schema": "cmax.sla/1"})", "x"));
   EXPECT_FALSE(drill_windows_from_report(R"({"schema": "cmax.drill/1", "nodes": 5})", "x"));
+  EXPECT_FALSE(drill_windows_from_report(R"({"schema": ["cmax.drill/1"], "nodes": []})", "x"))
+      << "a schema of the wrong type is an error, not an exception (fuzz_sla found it)";
 }
 
 TEST(SlaDrills, ADrillIsExcludedFromDowntimeAndFromTheTimeOwed) {
