@@ -39,9 +39,9 @@ struct SimFlags {
   double prefill_tps = 20000, decode_tps = 60, batch_slowdown = 0.02;
   int max_concurrent = 64;
   double time_scale = 1.0;
-  double cache_threshold = 0.5, overlap_weight = 1.0;
-  int balance_abs = 32;
-  double balance_rel = 1.1;
+  double cache_threshold = 0.3, overlap_weight = 1.0;  // the routers' defaults (fleet.h)
+  int balance_abs = 64;
+  double balance_rel = 1.5;
   std::uint64_t seed = 1;
   endpoint::SyntheticConfig synth;
   endpoint::PriceSheet prices;
@@ -237,7 +237,7 @@ Runner setup_endpoint(CLI::App& sub) {
   auto* sim = sub.add_subcommand("simulate", "Replay a trace under each routing policy: hit rate, TTFT, E2E, balance, cost");
   sim->add_option("trace", fl->trace, "Mooncake JSONL trace (timestamp ms, input_length, output_length, hash_ids)");
   sim->add_flag("--synthetic", fl->synthetic, "Generate a multi-turn chat workload instead of reading a trace");
-  sim->add_option("--policies", fl->policies, "all, or a comma list of round_robin,random,least_loaded,consistent_hash,cache_aware,precise")
+  sim->add_option("--policies", fl->policies, "all, or a comma list of round_robin,random,least_loaded,consistent_hash,cache_aware,precise,power_of_two")
       ->capture_default_str();
   sim->add_option("--replicas", fl->replicas, "Replicas behind the router")->check(CLI::Range(1, 4096))->capture_default_str();
   sim->add_option("--cache-blocks", fl->cache_blocks, "Prefix-cache capacity per replica, in blocks (0 = no cache)")->capture_default_str();
@@ -250,10 +250,10 @@ Runner setup_endpoint(CLI::App& sub) {
       ->check(CLI::NonNegativeNumber)->capture_default_str();
   sim->add_option("--max-concurrent", fl->max_concurrent, "Decode slots per replica; more requests queue")->check(CLI::Range(1, 1 << 20))->capture_default_str();
   sim->add_option("--time-scale", fl->time_scale, "Replay speed: 2 = arrivals twice as fast")->check(CLI::PositiveNumber)->capture_default_str();
-  sim->add_option("--cache-threshold", fl->cache_threshold, "cache_aware: follow the best match when its ratio is at least this")
+  sim->add_option("--cache-threshold", fl->cache_threshold, "cache_aware: follow the best match when its ratio is above this (smg, sglang-router and vllm-router: 0.3)")
       ->capture_default_str();
-  sim->add_option("--balance-abs", fl->balance_abs, "cache_aware: imbalanced when max - min running > this ...")->capture_default_str();
-  sim->add_option("--balance-rel", fl->balance_rel, "... and max > this x min")->capture_default_str();
+  sim->add_option("--balance-abs", fl->balance_abs, "cache_aware: imbalanced when max - min running > this (the routers: 64) ...")->capture_default_str();
+  sim->add_option("--balance-rel", fl->balance_rel, "... and max > this x min (the routers: 1.5)")->capture_default_str();
   sim->add_option("--overlap-weight", fl->overlap_weight, "precise: cost = this x blocks to prefill + running requests")->capture_default_str();
   sim->add_option("--seed", fl->seed, "Seed of the random policy and the synthetic workload")->capture_default_str();
   sim->add_option("--sessions", fl->synth.sessions, "--synthetic: sessions")->check(CLI::Range(1, 1000000))->capture_default_str();

@@ -168,7 +168,7 @@ Runner setup_endpoint_serve(CLI::App& serve) {
       ->capture_default_str();
   serve.add_option("--replicas", c.fleet.replicas, "Replicas behind the router")->capture_default_str();
   serve.add_option("--policy", f->policy,
-                   "Routing: round_robin, random, least_loaded, consistent_hash, cache_aware, precise")
+                   "Routing: round_robin, random, least_loaded, consistent_hash, cache_aware, precise, power_of_two")
       ->capture_default_str();
   serve.add_option("--cache-blocks", c.fleet.cache_blocks, "Prefix-cache blocks per replica (0 = no cache)")
       ->capture_default_str();
@@ -182,7 +182,7 @@ Runner setup_endpoint_serve(CLI::App& serve) {
       ->capture_default_str();
   serve.add_option("--max-concurrent", c.fleet.timing.max_concurrent, "Sequences per replica at once; more queue")
       ->capture_default_str();
-  serve.add_option("--cache-threshold", c.fleet.cache_threshold, "cache_aware: route by match when ratio >= this")
+  serve.add_option("--cache-threshold", c.fleet.cache_threshold, "cache_aware: route by match when ratio > this (the routers' default)")
       ->capture_default_str();
   serve.add_option("--balance-abs-threshold", c.fleet.balance_abs_threshold, "cache_aware: imbalance gap (running)")
       ->capture_default_str();

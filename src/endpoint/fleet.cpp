@@ -15,16 +15,17 @@ struct PolicyEntry {
   Policy policy;
   std::string_view name;
 };
-constexpr std::array<PolicyEntry, 6> kPolicies{{
+constexpr std::array<PolicyEntry, 7> kPolicies{{
     {Policy::kRoundRobin, "round_robin"},
     {Policy::kRandom, "random"},
     {Policy::kLeastLoaded, "least_loaded"},
     {Policy::kConsistentHash, "consistent_hash"},
     {Policy::kCacheAware, "cache_aware"},
     {Policy::kPrecise, "precise"},
+    {Policy::kPowerOfTwo, "power_of_two"},
 }};
-constexpr std::array<Policy, 6> kAll{Policy::kRoundRobin,     Policy::kRandom,     Policy::kLeastLoaded,
-                                     Policy::kConsistentHash, Policy::kCacheAware, Policy::kPrecise};
+constexpr std::array<Policy, 7> kAll{Policy::kRoundRobin, Policy::kRandom,  Policy::kLeastLoaded, Policy::kConsistentHash,
+                                     Policy::kCacheAware, Policy::kPrecise, Policy::kPowerOfTwo};
 
 // An admitted request still counted on its replica: when the model expects it to end, and the
 // decode slot it holds.

@@ -28,12 +28,13 @@ namespace cmax::endpoint {
 class PrefixCache;
 
 /// How the router picks a replica (CONTEXT.md section 5).
-enum class Policy { kRoundRobin, kRandom, kLeastLoaded, kConsistentHash, kCacheAware, kPrecise };
-/// "round_robin", "random", "least_loaded", "consistent_hash", "cache_aware", "precise".
+enum class Policy { kRoundRobin, kRandom, kLeastLoaded, kConsistentHash, kCacheAware, kPrecise, kPowerOfTwo };
+/// "round_robin", "random", "least_loaded", "consistent_hash", "cache_aware", "precise",
+/// "power_of_two".
 std::string_view policy_name(Policy p);
 /// The inverse; false when `name` is none of them.
 bool policy_from_name(std::string_view name, Policy& out);
-/// All six, in the order above.
+/// All seven, in the order above.
 std::span<const Policy> all_policies();
 
 /// One replica's speed.
@@ -51,12 +52,14 @@ struct FleetConfig {
   int block_tokens = 512;           ///< as the Mooncake traces
   Policy policy = Policy::kCacheAware;
   TimingModel timing;
-  std::uint64_t seed = 1;  ///< for kRandom
-  /// cache_aware: route by the best match when its match ratio >= this (SGLang: 0.5) ...
-  double cache_threshold = 0.5;
-  /// ... unless load is imbalanced: max - min running > abs and max > rel x min (SGLang: 32, 1.1).
-  int balance_abs_threshold = 32;
-  double balance_rel_threshold = 1.1;
+  std::uint64_t seed = 1;  ///< for kRandom and kPowerOfTwo
+  /// cache_aware: route by the best match when its match ratio is above this ...
+  double cache_threshold = 0.3;
+  /// ... unless load is imbalanced: max - min running > abs and max > rel x min. The defaults are
+  /// what users of the SGLang router (smg 1.13, sglang-router 0.3.2) and vllm-router 0.1.17 get
+  /// from their command lines: 0.3, 64, 1.5 (docs/endpoint-serve.md).
+  int balance_abs_threshold = 64;
+  double balance_rel_threshold = 1.5;
   /// cache_aware: capacity of the router's own approximate tree per replica, in blocks
   /// (0 = cache_blocks). It learns only from what the router sent where.
   std::size_t router_cache_blocks = 0;

@@ -70,6 +70,15 @@ Route Router::pick(std::span<const std::uint64_t> blocks, std::string_view sessi
       const std::uint64_t key = !session.empty() ? session_hash(session) : blocks.empty() ? 0 : blocks[0];
       return {jump_consistent_hash(key, n)};
     }
+    case Policy::kPowerOfTwo: {
+      // The routers' power_of_two: two distinct replicas drawn at random, the less loaded wins
+      // (the first drawn on a tie).
+      if (n == 1) return {0};
+      const int a = std::uniform_int_distribution<int>(0, n - 1)(rng_);
+      int b = std::uniform_int_distribution<int>(0, n - 2)(rng_);
+      if (b >= a) ++b;
+      return {load[b] < load[a] ? b : a};
+    }
     case Policy::kCacheAware:
       return cache_aware(blocks, load);
     case Policy::kPrecise:
@@ -78,8 +87,12 @@ Route Router::pick(std::span<const std::uint64_t> blocks, std::string_view sessi
   return {0};
 }
 
-// SGLang's router (sgl-router cache_aware): imbalance first, then the best approximate match if
-// its ratio clears the threshold, else the least loaded.
+// The SGLang router's cache_aware (sglang-router 0.3.2; vllm-router 0.1.17 is the same lineage):
+// imbalance first, then the best approximate match if its ratio is above the threshold, else the
+// least loaded. The real routers match characters of the request text; this matches blocks, which
+// is the same ratio when blocks are of equal length. smg 1.13 gates the spill on the fleet mean
+// instead (a worker above rel x mean and abs above it); with the loads a replay of a trace sees,
+// neither gate fires.
 Route Router::cache_aware(std::span<const std::uint64_t> blocks, std::span<const int> load) {
   const int n = config_.replicas;
   if (load_imbalanced(load, config_.balance_abs_threshold, config_.balance_rel_threshold)) {
@@ -98,7 +111,8 @@ Route Router::cache_aware(std::span<const std::uint64_t> blocks, std::span<const
     }
   }
   const double ratio = blocks.empty() ? 0 : static_cast<double>(best_match) / static_cast<double>(blocks.size());
-  if (best_match > 0 && ratio >= config_.cache_threshold) return {best, RouteReason::kCacheMatch, best_match};
+  // The routers follow a match only above the threshold (match_rate > cache_threshold).
+  if (best_match > 0 && ratio > config_.cache_threshold) return {best, RouteReason::kCacheMatch, best_match};
   const int r = least_loaded(load, next_);
   next_ = (r + 1) % n;
   return {r, RouteReason::kCacheMiss, approx_[static_cast<std::size_t>(r)].match(blocks)};

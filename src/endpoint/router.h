@@ -1,5 +1,5 @@
 #pragma once
-// The six routing policies of fleet.h as one table-driven router: given a request's block chain,
+// The seven routing policies of fleet.h as one table-driven router: given a request's block chain,
 // its session key and each replica's load, pick a replica. Pure helpers (jump consistent hash, the
 // SGLang imbalance test, least-loaded with fair ties) are exposed for tests.
 

@@ -1,19 +1,24 @@
 // Real cache-aware routers in front of `cmax endpoint serve` workers: smg 1.13.0 (the SGLang
 // router's successor) and vllm-router 0.1.17, installed from PyPI by tests/router/setup_*.sh. Each
-// registers four workers through the calls it makes on real engines (/health, /v1/models,
-// /server_info, /model_info, /v1/loads) and routes a conversation workload to them under each
-// policy. The hit rate is read from the workers' own accounting (/cmax/stats) and from the usage
-// the client got back.
+// registers its workers through the calls it makes on real engines (/health, /v1/models,
+// /server_info, /model_info, /v1/loads) and routes two workloads to them under each policy: a
+// conversation workload (four workers), and the Mooncake conversation trace replayed by `cmax
+// endpoint bench` (eight workers), whose hit rate `cmax endpoint simulate` must predict. The hit
+// rate is read from the workers' own accounting (/cmax/stats) and from the usage the client got
+// back.
 
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <optional>
 #include <random>
+#include <span>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -21,6 +26,7 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
+#include "core/process.h"
 #include "support/daemon.h"
 #include "support/ports.h"
 #include "support/temp_host.h"
@@ -43,7 +49,7 @@ const RouterKind kVllmRouter{"vllm-router 0.1.17", "vllm-router", "vllm-router",
 std::filesystem::path program_of(const RouterKind& k) {
   return std::filesystem::path(CMAX_BINARY_DIR) / "peers" / k.venv / "bin" / k.program;
 }
-constexpr int kWorkers = 4;
+constexpr int kMaxWorkers = 8;
 constexpr int kConversations = 7;
 
 struct HitRate {
@@ -53,23 +59,26 @@ struct HitRate {
 
 class RealRouter : public ::testing::Test {
  protected:
-  // Skips unless `kind` is installed; then starts the workers.
-  void use(const RouterKind& kind) {
+  // Skips unless `kind` is installed; then starts `workers` workers, each with `cache_blocks`
+  // 16-token blocks.
+  void use(const RouterKind& kind, int workers = 4, std::size_t cache_blocks = 4096) {
     kind_ = &kind;
     if (::access(program_of(kind).c_str(), X_OK) != 0)
       GTEST_SKIP() << kind.name << " is not installed in " << program_of(kind).parent_path().parent_path().string()
                    << " (tests/router/setup_routers.sh; ctest's router.setup runs it)";
     std::mt19937_64 rng(cmax::test::port_seed());
-    auto base = cmax::test::pick_ports(rng, kWorkers + 2);
+    workers_n_ = workers;
+    auto base = cmax::test::pick_ports(rng, workers_n_ + 2);
     ASSERT_TRUE(base) << base.error().message;
     base_ = *base;
     // One process, four independent workers (one --listen each, one replica behind each).
-    std::vector<std::string> argv = {CMAX_BIN, "endpoint", "serve", "--replicas", "1", "--time-scale", "0"};
-    for (int i = 0; i < kWorkers; ++i) argv.insert(argv.end(), {"--listen", fmt::format("127.0.0.1:{}", base_ + i)});
+    std::vector<std::string> argv = {CMAX_BIN,    "endpoint", "serve", "--replicas", "1", "--time-scale", "0",
+                                     "--cache-blocks", std::to_string(cache_blocks)};
+    for (int i = 0; i < workers_n_; ++i) argv.insert(argv.end(), {"--listen", fmt::format("127.0.0.1:{}", base_ + i)});
     auto w = cmax::test::Daemon::start(argv, {}, dir_.dir() / "workers.log");
     ASSERT_TRUE(w) << w.error().message;
     workers_.emplace(std::move(*w));
-    for (int i = 0; i < kWorkers; ++i) ASSERT_TRUE(wait_ok(base_ + i, "/health")) << "worker " << i;
+    for (int i = 0; i < workers_n_; ++i) ASSERT_TRUE(wait_ok(base_ + i, "/health")) << "worker " << i;
   }
 
   // GET path on port answers 200 within 20 s.
@@ -86,7 +95,7 @@ class RealRouter : public ::testing::Test {
   // Starts the router with `policy` in front of the workers; empties their caches first.
   void start_router(const std::string& policy) {
     router_.reset();
-    for (int i = 0; i < kWorkers; ++i) {
+    for (int i = 0; i < workers_n_; ++i) {
       httplib::Client c("127.0.0.1", base_ + i);
       auto r = c.Post("/flush_cache", "", "application/json");
       ASSERT_TRUE(r && r->status == 200) << "flush worker " << i;
@@ -95,17 +104,17 @@ class RealRouter : public ::testing::Test {
     std::vector<std::string> argv = {program_of(*kind_).string()};
     argv.insert(argv.end(), kind_->prefix.begin(), kind_->prefix.end());
     argv.insert(argv.end(), {"--host", "127.0.0.1", "--port", std::to_string(router_port()), "--prometheus-port",
-                             std::to_string(base_ + kWorkers + 1), "--policy", policy,
+                             std::to_string(base_ + workers_n_ + 1), "--policy", policy,
                              "--worker-startup-check-interval", "1", "--worker-urls"});
-    for (int i = 0; i < kWorkers; ++i) argv.push_back(fmt::format("http://127.0.0.1:{}", base_ + i));
+    for (int i = 0; i < workers_n_; ++i) argv.push_back(fmt::format("http://127.0.0.1:{}", base_ + i));
     const auto log = dir_.dir() / fmt::format("{}-{}.log", kind_->venv, policy);
     auto r = cmax::test::Daemon::start(argv, {}, log);
     ASSERT_TRUE(r) << r.error().message;
     router_.emplace(std::move(*r));
-    ASSERT_TRUE(wait_ok(router_port(), "/readiness", fmt::format("\"healthy_workers\":{}", kWorkers)))
+    ASSERT_TRUE(wait_ok(router_port(), "/readiness", fmt::format("\"healthy_workers\":{}", workers_n_)))
         << kind_->name << " did not register the workers: " << cmax::test::tail_of_file(log.string());
   }
-  int router_port() const { return base_ + kWorkers; }
+  int router_port() const { return base_ + workers_n_; }
 
   json worker_stats(int i) {
     httplib::Client c("127.0.0.1", base_ + i);
@@ -144,7 +153,7 @@ class RealRouter : public ::testing::Test {
   // The workers' own accounting since start_router.
   HitRate server_side(std::string* spread = nullptr) {
     HitRate h;
-    for (int i = 0; i < kWorkers; ++i) {
+    for (int i = 0; i < workers_n_; ++i) {
       auto now = worker_stats(i);
       if (spread)
         *spread += fmt::format("{}{}", i ? "/" : "",
@@ -179,12 +188,85 @@ class RealRouter : public ::testing::Test {
     EXPECT_LT(rr, ca - 0.2) << "cache_aware " << ca << ", round_robin " << rr;
   }
 
+  // The Mooncake trace through the router under each of its policies, replayed one request at a
+  // time: each policy's hit rate, from the workers and from the client, against `cmax endpoint
+  // simulate`'s prediction for the simulator's equivalent policy.
+  struct PolicyPair {
+    const char* router;  ///< the router's --policy
+    const char* sim;     ///< simulate's policy that routes the same way
+  };
+  void mooncake_matches_simulate(std::span<const PolicyPair> pairs) {
+    const std::string trace = trace_slice(kTraceRequests);
+    std::map<std::string, double> measured;
+    for (const auto& pair : pairs) {
+      start_router(pair.router);
+      if (HasFatalFailure()) return;
+      const auto out = dir_.dir() / fmt::format("bench-{}-{}", kind_->venv, pair.router);
+      cmax::core::ProcessSpec bench{{CMAX_BIN, "endpoint", "bench", trace, "--base-url",
+                                     fmt::format("http://127.0.0.1:{}/v1", router_port()), "--model", "cmax-sim",
+                                     "--concurrency", "1", "--requests-per-level", "1000000", "--max-tokens", "4",
+                                     "--json", "--out", out.string()},
+                                    std::chrono::seconds(300)};
+      bench.max_output_bytes = 64u << 20;
+      auto b = cmax::core::run_process(bench);
+      ASSERT_TRUE(b) << b.error().message;
+      ASSERT_EQ(b->exit_code, 0) << pair.router << ": " << b->err.substr(0, 2000);
+      const auto client = json::parse(b->out)["overall"]["cache_hit_rate"].get<double>();
+      std::string spread;
+      const auto server = server_side(&spread);
+      EXPECT_NEAR(client, server.rate(), 1e-9) << "the usage the client read is the workers' accounting";
+      const double predicted = simulate(trace, pair.sim);
+      measured[pair.router] = server.rate();
+      std::printf("[ measure  ] %s %s, %d workers, Mooncake conversation trace (first %d requests): hit rate %.4f "
+                  "measured, %.4f predicted by simulate --policies %s, requests per worker %s\n",
+                  kind_->name, pair.router, workers_n_, kTraceRequests, server.rate(), predicted, pair.sim,
+                  spread.c_str());
+      EXPECT_NEAR(server.rate(), predicted, 0.03) << kind_->name << " " << pair.router << " against simulate " << pair.sim;
+    }
+    EXPECT_GT(measured["cache_aware"], measured["round_robin"] + 0.1);
+  }
+
+  // The first `n` requests of the Mooncake conversation trace, in a file.
+  std::string trace_slice(int n) {
+    std::ifstream in(std::filesystem::path(CMAX_SOURCE_DIR) / "tests/golden/traces/mooncake_conversation_trace.jsonl");
+    const auto path = dir_.dir() / "trace.jsonl";
+    std::ofstream out(path);
+    std::string line;
+    for (int i = 0; i < n && std::getline(in, line); ++i) out << line << '\n';
+    return path.string();
+  }
+
+  // simulate's token hit rate for `policy` on `trace`, with the workers' fleet: one replica per
+  // worker, the same cache (in 512-token blocks), requests far enough apart that each finishes
+  // before the next arrives (a concurrency-1 replay). A policy that draws at random is predicted
+  // by the mean of eight seeds: one draw's rate spreads by about 0.006 (standard deviation) on
+  // this slice, the real router's draw is one more.
+  double simulate(const std::string& trace, const char* policy) {
+    const bool draws = std::string_view(policy) == "random" || std::string_view(policy) == "power_of_two";
+    const int seeds = draws ? 8 : 1;
+    double sum = 0;
+    for (int seed = 1; seed <= seeds; ++seed) {
+      cmax::core::ProcessSpec sim{{CMAX_BIN, "endpoint", "simulate", trace, "--replicas", std::to_string(workers_n_),
+                                   "--cache-blocks", std::to_string(kTraceCacheBlocks * 16 / 512), "--time-scale",
+                                   "0.001", "--policies", policy, "--seed", std::to_string(seed), "--json"},
+                                  std::chrono::seconds(120)};
+      auto r = cmax::core::run_process(sim);
+      EXPECT_TRUE(r && r->exit_code == 0) << (r ? r->err : r.error().message);
+      if (!r || r->exit_code != 0) return -1;
+      sum += json::parse(r->out)["policies"][0]["token_hit_rate"].get<double>();
+    }
+    return sum / seeds;
+  }
+  static constexpr int kTraceRequests = 1500;
+  static constexpr std::size_t kTraceCacheBlocks = 1'000'000;  // 16-token blocks per worker
+
   cmax::test::TempHost dir_;
   const RouterKind* kind_ = nullptr;
+  int workers_n_ = 4;
   int base_ = 0;
   std::optional<cmax::test::Daemon> workers_;
   std::optional<cmax::test::Daemon> router_;
-  json stats_before_[kWorkers];
+  json stats_before_[kMaxWorkers];
 };
 
 TEST_F(RealRouter, SmgCacheAwareKeepsEachConversationOnOneWorkerWhereRoundRobinSpreadsIt) {
@@ -197,6 +279,31 @@ TEST_F(RealRouter, VllmRouterCacheAwareKeepsEachConversationOnOneWorkerWhereRoun
   use(kVllmRouter);
   if (IsSkipped() || HasFatalFailure()) return;
   cache_aware_beats_round_robin();
+}
+
+// smg: prefix_hash keys on the first 1,024 characters, which every request of the trace shares
+// (its block 0), as simulate's consistent_hash keys on the first block when there is no session;
+// consistent_hashing without a routing header (X-SMG-Routing-Key) draws at random.
+TEST_F(RealRouter, SmgMooncakeTraceHitRateIsWhatSimulatePredictsForEachPolicy) {
+  use(kSmg, 8, kTraceCacheBlocks);
+  if (IsSkipped() || HasFatalFailure()) return;
+  const PolicyPair pairs[] = {{"cache_aware", "cache_aware"}, {"round_robin", "round_robin"},
+                              {"random", "random"},           {"power_of_two", "power_of_two"},
+                              {"prefix_hash", "consistent_hash"}, {"consistent_hashing", "random"}};
+  mooncake_matches_simulate(pairs);
+}
+
+// vllm-router: consistent_hash without a session header hashes the request's text from its start,
+// which every request of the trace shares.
+TEST_F(RealRouter, VllmRouterMooncakeTraceHitRateIsWhatSimulatePredictsForEachPolicy) {
+  use(kVllmRouter, 8, kTraceCacheBlocks);
+  if (IsSkipped() || HasFatalFailure()) return;
+  const PolicyPair pairs[] = {{"cache_aware", "cache_aware"},
+                              {"round_robin", "round_robin"},
+                              {"random", "random"},
+                              {"power_of_two", "power_of_two"},
+                              {"consistent_hash", "consistent_hash"}};
+  mooncake_matches_simulate(pairs);
 }
 
 }  // namespace
