@@ -64,6 +64,8 @@ struct BenchFlags {
   std::string api_key_env = "OPENAI_API_KEY", api_key_file;
   std::vector<std::string> headers;  ///< --header "Name: value", sent on every request
   std::string extra_body;            ///< --extra-body JSON object merged into every request body
+  bool session_user = false;         ///< --session-user: the session id in the body's `user`
+  std::string session_header;        ///< --session-header NAME: the session id in this header
   // workload
   std::string trace;
   bool multiturn = false, fixed = false;
@@ -266,6 +268,12 @@ int run_bench_cmd(BenchFlags& f) {
     header_names.push_back(*name);
   }
   RunConfig rc;
+  if (!f.session_header.empty()) {
+    auto name = loadgen::header_name(f.session_header + ": x");
+    if (!name) return usage(fmt::format("--session-header: {}", name.error().message));
+    rc.session_header = *name;
+  }
+  rc.session_user = f.session_user;
   if (!f.extra_body.empty()) {
     auto extra = loadgen::parse_extra_body(f.extra_body);
     if (!extra) return usage(extra.error().message);
@@ -516,6 +524,8 @@ int run_bench_cmd(BenchFlags& f) {
       {"api_key", key->second},
       {"headers", header_names},  // names only: a header may carry a credential
       {"extra_body", rc.extra_body.empty() ? json(nullptr) : json::parse(rc.extra_body)},
+      {"session_id",
+       {{"user", rc.session_user}, {"header", rc.session_header.empty() ? json(nullptr) : json(rc.session_header)}}},
       {"workload",
        {{"kind", workload_kind},
         {"source", workload_source},
@@ -632,6 +642,12 @@ Runner setup_endpoint_bench(CLI::App& b) {
   b.add_option("--header", f->headers,
                "\"Name: value\" sent on every request (repeatable): a gateway's key, a routing or session header. "
                "bench.json records the names only");
+  b.add_flag("--session-user", f->session_user,
+             "Send each conversation's session id (cmax-SEED-N, the same on every turn) in the body's `user` field "
+             "(vllm-router's consistent_hash reads it). --multiturn only: a trace has no sessions");
+  b.add_option("--session-header", f->session_header,
+               "Send each conversation's session id in this header too: X-SMG-Routing-Key (smg consistent_hashing), "
+               "X-Session-Id (vllm-router consistent_hash)");
   b.add_option("--extra-body", f->extra_body,
                "A JSON object merged into every request body (top level, over cmax's fields): sampling parameters, "
                "vLLM's or SGLang's extensions. model, messages, prompt, stream and stream_options are refused: "

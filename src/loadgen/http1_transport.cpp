@@ -82,12 +82,14 @@ class NativeTransport final : public Transport {
   }
   bool ok() const { return epfd_ >= 0; }
 
-  void post(std::string_view path, const std::string& body, bool stream, ExchangeHandler* handler) override {
+  void post(std::string_view path, const std::string& body, bool stream, ExchangeHandler* handler,
+            std::string_view header) override {
     auto* x = new Exchange;
     x->h = handler;
     x->body = &body;
-    x->head = fmt::format("POST {}{} HTTP/1.1\r\n{}Content-Type: application/json\r\nAccept: {}\r\nContent-Length: {}\r\n\r\n",
-                          prefix_, path, common_, stream ? "text/event-stream" : "application/json", body.size());
+    x->head = fmt::format("POST {}{} HTTP/1.1\r\n{}{}{}Content-Type: application/json\r\nAccept: {}\r\nContent-Length: {}\r\n\r\n",
+                          prefix_, path, common_, header, header.empty() ? "" : "\r\n",
+                          stream ? "text/event-stream" : "application/json", body.size());
     submit(x);
   }
   void get(std::string_view path, ExchangeHandler* handler) override {

@@ -81,6 +81,7 @@ class CurlTransport final : public Transport {
     double retry_after_s = -1;
     bool aborted = false;
     char error[CURL_ERROR_SIZE] = {};
+    curl_slist* own_headers = nullptr;  // the shared list plus this request's header; freed on reuse
   };
 
   ClientConfig config;
@@ -101,6 +102,7 @@ class CurlTransport final : public Transport {
     cancel_all();
     for (auto* x : all) {
       curl_easy_cleanup(x->easy);
+      curl_slist_free_all(x->own_headers);
       delete x;
     }
     if (multi) curl_multi_cleanup(multi);
@@ -288,10 +290,19 @@ class CurlTransport final : public Transport {
     }
   }
 
-  void post(std::string_view path, const std::string& body, bool stream, ExchangeHandler* handler) override {
+  void post(std::string_view path, const std::string& body, bool stream, ExchangeHandler* handler,
+            std::string_view header) override {
     auto* x = acquire();
     const std::string url = base + std::string(path);
-    start(x, url, stream ? stream_headers : post_headers, &body, handler);
+    curl_slist* headers = stream ? stream_headers : post_headers;
+    curl_slist_free_all(x->own_headers);
+    x->own_headers = nullptr;
+    if (!header.empty()) {
+      for (const curl_slist* l = headers; l; l = l->next) x->own_headers = curl_slist_append(x->own_headers, l->data);
+      x->own_headers = curl_slist_append(x->own_headers, std::string(header).c_str());
+      headers = x->own_headers;
+    }
+    start(x, url, headers, &body, handler);
   }
   void get(std::string_view path, ExchangeHandler* handler) override {
     auto* x = acquire();
@@ -375,8 +386,9 @@ Result<std::unique_ptr<HttpEngine>> HttpEngine::create(const ClientConfig& confi
   return std::unique_ptr<HttpEngine>(new HttpEngine(std::move(impl), native ? "native" : "curl"));
 }
 
-void HttpEngine::post(std::string_view path, const std::string& body, bool stream, ExchangeHandler* handler) {
-  impl_->t->post(path, body, stream, handler);
+void HttpEngine::post(std::string_view path, const std::string& body, bool stream, ExchangeHandler* handler,
+                      std::string_view header) {
+  impl_->t->post(path, body, stream, handler, header);
 }
 void HttpEngine::get(std::string_view path, ExchangeHandler* handler) { impl_->t->get(path, handler); }
 int HttpEngine::poll(std::chrono::milliseconds timeout) { return impl_->t->poll(timeout); }

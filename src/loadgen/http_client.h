@@ -74,9 +74,11 @@ class HttpEngine {
   HttpEngine(const HttpEngine&) = delete;
   HttpEngine& operator=(const HttpEngine&) = delete;
 
-  /// Starts POST base_url + path with a JSON body; `stream` asks for text/event-stream. `body` and
-  /// `handler` must stay alive until handler->on_done.
-  void post(std::string_view path, const std::string& body, bool stream, ExchangeHandler* handler);
+  /// Starts POST base_url + path with a JSON body; `stream` asks for text/event-stream. `header`
+  /// is one more "Name: value" line for this request only (a session id), "" none. `body`,
+  /// `header` and `handler` must stay alive until handler->on_done.
+  void post(std::string_view path, const std::string& body, bool stream, ExchangeHandler* handler,
+            std::string_view header = {});
   /// Starts GET base_url + path.
   void get(std::string_view path, ExchangeHandler* handler);
   /// Waits for I/O at most `timeout`, delivers what arrived; returns the exchanges still running.

@@ -76,6 +76,7 @@ class Job final : public ExchangeHandler, public SseSink {
   std::string response_id_, detail_, reply_, raw_;
   RequestSpec spec_;
   std::string body_;
+  std::string header_;  // "Name: session id" (RunConfig::session_header), "" none
   RequestRecord rec_;
 };
 
@@ -299,7 +300,7 @@ void Runner::send(Job* job) {
   if (span.first < 0) span.first = since_start(job->sent_);
   ++inflight_;
   engine_.post(config_.api == endpoint::Api::kChat ? "/chat/completions" : "/completions", job->body_, config_.stream,
-               job);
+               job, job->header_);
 }
 
 void Runner::start(RequestSpec spec, std::size_t level, int concurrency, double scheduled_s) {
@@ -307,6 +308,8 @@ void Runner::start(RequestSpec spec, std::size_t level, int concurrency, double 
   auto body = request_body(spec, config_);
   auto job = std::make_unique<Job>(this, std::move(spec), std::move(body), level, config_.stream,
                                    workload_.wants_reply_text());
+  if (!config_.session_header.empty() && job->spec_.session != 0)
+    job->header_ = fmt::format("{}: {}", config_.session_header, session_id(job->spec_, config_));
   auto& rec = job->rec_;
   rec.index = job->spec_.index;
   rec.session = job->spec_.session;
@@ -522,8 +525,13 @@ std::string request_body(const RequestSpec& spec, const RunConfig& config) {
   j["stream"] = config.stream;
   if (config.stream && config.include_usage) j["stream_options"] = {{"include_usage", true}};
   if (config.ignore_eos) j["ignore_eos"] = true;
+  if (config.session_user && spec.session != 0) j["user"] = session_id(spec, config);
   if (!config.extra_body.empty()) j.update(json::parse(config.extra_body));  // checked by parse_extra_body
   return j.dump();
+}
+
+std::string session_id(const RequestSpec& spec, const RunConfig& config) {
+  return spec.session == 0 ? std::string() : fmt::format("cmax-{}-{}", config.seed, spec.session);
 }
 
 Result<std::string> parse_extra_body(std::string_view text) {

@@ -40,6 +40,11 @@ struct RunConfig {
   bool ignore_eos = false;     ///< vLLM's extension: exactly max_tokens tokens
   /// A JSON object (serialized) merged into every request body over cmax's fields; "" = none.
   std::string extra_body;
+  /// A session id per conversation (multi-turn sessions; a workload without sessions sends none),
+  /// for session and consistent-hash routing: in the body's `user` field ...
+  bool session_user = false;
+  /// ... and in this header ("X-Session-Id", smg's "X-SMG-Routing-Key"); "" = no header.
+  std::string session_header;
   Schedule schedule;
   std::size_t max_requests = 0;  ///< over the whole run; 0 = as many as the workload has
   double duration_s = 0;         ///< wall bound on the whole run; 0 = none
@@ -87,6 +92,9 @@ struct RunResult {
 /// The JSON body of one request (chat: messages; completions: the one message's content, or the
 /// rendered chat). Pure.
 std::string request_body(const RequestSpec& spec, const RunConfig& config);
+/// A multi-turn session's id, the same for every turn and every run with the same seed:
+/// "cmax-<seed>-<session>"; "" for a request of no session. Pure.
+std::string session_id(const RequestSpec& spec, const RunConfig& config);
 
 /// Pure: `--extra-body` text -> the serialized object, or an error naming what is wrong (not JSON,
 /// not an object, a key cmax must set itself: model, messages, prompt, stream, stream_options).

@@ -17,7 +17,10 @@ namespace cmax::loadgen::detail {
 class Transport {
  public:
   virtual ~Transport() = default;
-  virtual void post(std::string_view path, const std::string& body, bool stream, ExchangeHandler* handler) = 0;
+  /// `header`: one more "Name: value" line for this request only ("" none); it must stay alive
+  /// until the request is sent (the caller keeps it with `body`).
+  virtual void post(std::string_view path, const std::string& body, bool stream, ExchangeHandler* handler,
+                    std::string_view header) = 0;
   virtual void get(std::string_view path, ExchangeHandler* handler) = 0;
   virtual int poll(std::chrono::milliseconds timeout) = 0;
   virtual void cancel_all() = 0;

@@ -293,8 +293,8 @@ TEST_F(RealRouter, SmgMooncakeTraceHitRateIsWhatSimulatePredictsForEachPolicy) {
   mooncake_matches_simulate(pairs);
 }
 
-// vllm-router: consistent_hash without a session header hashes the request's text from its start,
-// which every request of the trace shares.
+// vllm-router: consistent_hash without a session header gives every request the same key
+// ("request:"), so one worker, as simulate's consistent_hash on the trace's shared first block.
 TEST_F(RealRouter, VllmRouterMooncakeTraceHitRateIsWhatSimulatePredictsForEachPolicy) {
   use(kVllmRouter, 8, kTraceCacheBlocks);
   if (IsSkipped() || HasFatalFailure()) return;
@@ -304,6 +304,75 @@ TEST_F(RealRouter, VllmRouterMooncakeTraceHitRateIsWhatSimulatePredictsForEachPo
                               {"power_of_two", "power_of_two"},
                               {"consistent_hash", "consistent_hash"}};
   mooncake_matches_simulate(pairs);
+}
+
+// A session id per conversation is what session routing keys on. Conversations of 12 x 5 turns
+// with no shared system prompt, so a hit is a conversation's own history.
+std::vector<std::string> session_bench(int port, const std::filesystem::path& out) {
+  return {CMAX_BIN,     "endpoint", "bench",        "--multiturn", "--sessions", "12", "--turns", "5",
+          "--shared-prefix-tokens", "0", "--user-tokens", "200", "--base-url",
+          fmt::format("http://127.0.0.1:{}/v1", port), "--model", "cmax-sim", "--concurrency", "4",
+          "--requests-per-level", "60", "--json", "--out", out.string()};
+}
+
+// With `--session-header X-SMG-Routing-Key`, smg's consistent_hashing keeps each conversation on
+// one worker (every turn after the first finds its history there); without it smg draws a worker
+// per request. Both transports carry the header.
+TEST_F(RealRouter, SmgConsistentHashingKeepsAConversationWhereItsSessionHeaderSendsIt) {
+  use(kSmg, 4);
+  if (IsSkipped() || HasFatalFailure()) return;
+  std::map<std::string, double> rate;
+  for (const char* run : {"none", "native", "curl"}) {
+    start_router("consistent_hashing");
+    if (HasFatalFailure()) return;
+    auto argv = session_bench(router_port(), dir_.dir() / fmt::format("session-{}", run));
+    if (std::string_view(run) != "none")
+      argv.insert(argv.end(), {"--session-header", "X-SMG-Routing-Key", "--transport", run});
+    cmax::core::ProcessSpec bench{argv, std::chrono::seconds(120)};
+    bench.max_output_bytes = 16u << 20;
+    auto b = cmax::core::run_process(bench);
+    ASSERT_TRUE(b) << b.error().message;
+    ASSERT_EQ(b->exit_code, 0) << run << ": " << b->err.substr(0, 2000);
+    std::string spread;
+    rate[run] = server_side(&spread).rate();
+    std::printf("[ measure  ] smg 1.13.0 consistent_hashing, 4 workers, 12 conversations x 5 turns, session header %s: "
+                "hit rate %.3f, requests per worker %s\n",
+                run, rate[run], spread.c_str());
+  }
+  EXPECT_GT(rate["native"], rate["none"] + 0.2);
+  EXPECT_NEAR(rate["curl"], rate["native"], 0.02) << "the same sessions on the same workers";
+}
+
+// vllm-router 0.1.17's consistent_hash keys on the X-Session-Id header (x-user-id, ... after it).
+// On the HTTP path its policy is not given the body: `user` is not read, and a request with no
+// session header gets the key "request:", so every such request goes to one worker.
+TEST_F(RealRouter, VllmRouterConsistentHashKeepsAConversationWhereItsSessionHeaderSendsIt) {
+  use(kVllmRouter, 4);
+  if (IsSkipped() || HasFatalFailure()) return;
+  std::map<std::string, int> busy;
+  std::map<std::string, double> rate;
+  for (const char* run : {"user", "header"}) {
+    start_router("consistent_hash");
+    if (HasFatalFailure()) return;
+    auto argv = session_bench(router_port(), dir_.dir() / fmt::format("session-{}", run));
+    if (std::string_view(run) == "user") argv.push_back("--session-user");
+    else argv.insert(argv.end(), {"--session-header", "X-Session-Id"});
+    cmax::core::ProcessSpec bench{argv, std::chrono::seconds(120)};
+    bench.max_output_bytes = 16u << 20;
+    auto b = cmax::core::run_process(bench);
+    ASSERT_TRUE(b) << b.error().message;
+    ASSERT_EQ(b->exit_code, 0) << b->err.substr(0, 2000);
+    std::string spread;
+    rate[run] = server_side(&spread).rate();
+    for (int i = 0; i < workers_n_; ++i)
+      busy[run] += worker_stats(i)["requests"].get<std::uint64_t>() > stats_before_[i]["requests"].get<std::uint64_t>();
+    std::printf("[ measure  ] vllm-router 0.1.17 consistent_hash, 4 workers, 12 conversations x 5 turns, session id in "
+                "%s: hit rate %.3f, requests per worker %s\n",
+                run, rate[run], spread.c_str());
+  }
+  EXPECT_EQ(busy["user"], 1) << "vllm-router 0.1.17 ignores `user`: one key for every request";
+  EXPECT_GE(busy["header"], 3) << "twelve sessions spread over the workers";
+  EXPECT_GT(rate["header"], 0.6) << "each conversation where its earlier turns are";
 }
 
 }  // namespace

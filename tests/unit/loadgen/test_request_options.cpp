@@ -53,3 +53,27 @@ TEST(RequestOptions, HeadersAreNameColonValueWithATokenNameAndNoLineBreak) {
 }
 
 }  // namespace
+
+TEST(RequestOptions, ASessionIdIsTheSameOnEveryTurnOfAConversationAndAbsentWithoutOne) {
+  cmax::loadgen::RunConfig rc;
+  rc.model = "m";
+  rc.seed = 7;
+  rc.session_user = true;
+  cmax::loadgen::RequestSpec turn0, turn3, other, none;
+  turn0.session = turn3.session = 3;
+  turn3.turn = 3;
+  other.session = 4;
+  for (auto* s : {&turn0, &turn3, &other, &none}) s->messages.push_back({"user", "hi"});
+  EXPECT_EQ(cmax::loadgen::session_id(turn0, rc), "cmax-7-3");
+  EXPECT_EQ(cmax::loadgen::session_id(turn3, rc), "cmax-7-3");
+  EXPECT_EQ(cmax::loadgen::session_id(other, rc), "cmax-7-4");
+  EXPECT_EQ(cmax::loadgen::session_id(none, rc), "") << "a trace request has no session";
+  EXPECT_EQ(json::parse(cmax::loadgen::request_body(turn3, rc))["user"], "cmax-7-3");
+  EXPECT_FALSE(json::parse(cmax::loadgen::request_body(none, rc)).contains("user"));
+  rc.session_user = false;
+  EXPECT_FALSE(json::parse(cmax::loadgen::request_body(turn3, rc)).contains("user")) << "only when asked";
+  // --extra-body's own `user` wins, as every field it names does.
+  rc.session_user = true;
+  rc.extra_body = R"({"user":"mine"})";
+  EXPECT_EQ(json::parse(cmax::loadgen::request_body(turn3, rc))["user"], "mine");
+}
