@@ -351,7 +351,16 @@ int run_bench_cmd(BenchFlags& f) {
     f.fx.seed = f.seed;
     if (f.shared_prefix_option && f.shared_prefix_option->count() > 0)
       f.fx.shared_prefix_tokens = std::min(f.shared_prefix_tokens, f.fx.input_tokens);
-    if (f.max_requests) f.fx.requests = f.max_requests;
+    if (f.max_requests) {
+      f.fx.requests = f.max_requests;
+    } else if (sched.kind == ScheduleKind::kConcurrency) {
+      // Enough for every level (--requests-per-level, or the runner's default per level), not a
+      // fixed 100 that would cut the sweep short.
+      std::size_t total = 0;
+      for (int level : sched.levels)
+        total += sched.requests_per_level ? sched.requests_per_level : std::max<std::size_t>(20, 4 * std::size_t(level));
+      f.fx.requests = total;
+    }
     if (f.max_tokens) f.fx.output_tokens = f.max_tokens;
     workload = fixed_workload(f.fx);
     workload_kind = "fixed";
