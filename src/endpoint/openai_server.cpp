@@ -8,6 +8,9 @@
 
 #include <algorithm>
 #include <charconv>
+#include <condition_variable>
+#include <functional>
+#include <system_error>
 #include <atomic>
 #include <thread>
 #include <ctime>
@@ -37,6 +40,68 @@ using Clock = std::chrono::steady_clock;
 // Above cpp-httplib's compiled-in backlog of 5, which makes a burst of connects wait for SYN
 // retransmits (1 s, 3 s); the kernel caps it at net.core.somaxconn.
 constexpr int kListenBacklog = 4096;
+
+// The connection threads (a stream holds one while it waits for its tokens). cpp-httplib's own
+// ThreadPool terminates the process when the system refuses a thread (std::thread throws, and the
+// pool's half-built vector of joinable threads is destroyed); this one keeps the threads it got
+// and says how many, so a lower thread limit (ulimit -u, a container's pids.max) costs capacity,
+// not the server.
+class ConnectionThreads final : public httplib::TaskQueue {
+ public:
+  explicit ConnectionThreads(std::size_t wanted) {
+    threads_.reserve(wanted);
+    try {
+      while (threads_.size() < wanted) threads_.emplace_back([this] { work(); });
+    } catch (const std::system_error& e) {
+      fmt::print(stderr,
+                 "cmax endpoint serve: started {} of {} connection threads ({}); at most {} requests run at once. "
+                 "Lower --threads, or raise the limit on threads (ulimit -u, the container's pids.max)\n",
+                 threads_.size(), wanted, e.what(), threads_.size());
+    }
+    if (threads_.empty())
+      fmt::print(stderr, "cmax endpoint serve: no connection thread could be started; serving one connection at a "
+                 "time on the listening thread\n");
+  }
+  ~ConnectionThreads() override { shutdown(); }
+
+  void enqueue(std::function<void()> fn) override {
+    if (threads_.empty()) return fn();
+    {
+      std::lock_guard lock(mu_);
+      jobs_.push_back(std::move(fn));
+    }
+    cv_.notify_one();
+  }
+  void shutdown() override {
+    {
+      std::lock_guard lock(mu_);
+      if (stopping_) return;
+      stopping_ = true;
+    }
+    cv_.notify_all();
+    for (auto& t : threads_) t.join();
+  }
+
+ private:
+  void work() {
+    for (;;) {
+      std::function<void()> fn;
+      {
+        std::unique_lock lock(mu_);
+        cv_.wait(lock, [this] { return stopping_ || !jobs_.empty(); });
+        if (stopping_ && jobs_.empty()) return;
+        fn = std::move(jobs_.front());
+        jobs_.pop_front();
+      }
+      fn();
+    }
+  }
+  std::vector<std::thread> threads_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> jobs_;
+  bool stopping_ = false;
+};
 
 struct ReplicaStats {
   std::uint64_t requests = 0, prompt_tokens = 0, cached_tokens = 0, completion_tokens = 0;
@@ -613,7 +678,7 @@ Result<std::unique_ptr<OpenAiServer>> OpenAiServer::bind(ServeConfig config) {
   auto impl = std::make_unique<Impl>(std::move(config));
   Impl* p = impl.get();
   const int threads = std::max(p->config.threads, 1);
-  p->svr.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<std::size_t>(threads)); };
+  p->svr.new_task_queue = [threads] { return new ConnectionThreads(static_cast<std::size_t>(threads)); };
   p->svr.set_payload_max_length(p->config.max_body_bytes);
   p->svr.set_keep_alive_max_count(1000);
   p->svr.set_tcp_nodelay(true);  // one small write per token: Nagle would batch them
