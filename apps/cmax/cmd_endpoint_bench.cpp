@@ -29,8 +29,8 @@
 #include "core/strings.h"
 #include "core/text_file.h"
 #include "endpoint/simulate.h"
-#include "endpoint/simulate.h"
 #include "endpoint/trace.h"
+#include "loadgen/capacity.h"
 #include "loadgen/chunk.h"
 #include "loadgen/compare.h"
 #include "loadgen/http_client.h"
@@ -95,6 +95,13 @@ struct BenchFlags {
   double max_error_share = 0.1;
   int wake_interval_us = 1000, coalesce_from = 128;
   std::uint64_t seed = 1;
+  // the capacity search
+  std::string capacity;          ///< "", "concurrency" or "rate"
+  double capacity_start = 1;
+  double capacity_max = 0;       ///< 0: 1024 streams, or 1000 requests/s
+  double capacity_attainment = 0.9;
+  int capacity_repeats = 3;
+  std::size_t capacity_requests = 0;  ///< per measurement; 0: max(50, 4 x concurrency) or max(20, 5 s of the rate)
 };
 
 // A GET or a whole POST, collected; for the preflight.
@@ -236,6 +243,104 @@ void print_text(const BenchFlags& f, const RunResult& r, const std::string& mode
   fmt::print("results: {}/bench.json, {}/requests.jsonl\n", dir, dir);
 }
 
+// --capacity: the highest concurrency or request rate at which --capacity-attainment of the
+// requests meet every SLO given (loadgen/capacity.h), each measurement a fresh run of the
+// workload at one load. Writes RUN/capacity.json (cmax.endpoint.capacity/1); its requests go to
+// RUN/requests.jsonl as every run's do.
+int run_capacity(BenchFlags& f, HttpEngine& engine, RunConfig rc, const RunHooks& hooks, const std::string& dir,
+                 const std::vector<std::string>& warnings) {
+  const bool by_rate = f.capacity == "rate";
+  CapacityConfig cc;
+  cc.integer = !by_rate;
+  cc.start = f.capacity_start;
+  cc.max = f.capacity_max > 0 ? f.capacity_max : by_rate ? 1000 : 1024;
+  cc.attainment = f.capacity_attainment;
+  cc.repeats = f.capacity_repeats;
+  const bool tty = ::isatty(STDERR_FILENO) == 1;
+  json probes = json::array();
+  auto measure = [&](double load) -> std::optional<double> {
+    if (g_stop) return std::nullopt;
+    RunConfig one = rc;
+    std::size_t n = f.capacity_requests;
+    if (by_rate) {
+      if (!n) n = std::max<std::size_t>(20, static_cast<std::size_t>(std::ceil(5 * load)));
+      one.schedule.kind = ScheduleKind::kRate;
+      one.schedule.rate_per_s = load;
+      one.max_requests = n;
+    } else {
+      if (!n) n = std::max<std::size_t>(50, 4 * static_cast<std::size_t>(load));
+      one.schedule.kind = ScheduleKind::kConcurrency;
+      one.schedule.levels = {static_cast<int>(load)};
+      one.schedule.requests_per_level = n;
+    }
+    std::unique_ptr<Workload> w;
+    if (f.fixed) {
+      FixedConfig fx = f.fx;
+      fx.requests = n;
+      w = fixed_workload(fx);
+    } else {
+      MultiTurnConfig mt = f.mt;
+      mt.sessions = static_cast<std::uint32_t>(std::max<std::size_t>(mt.sessions, (n + mt.turns - 1) / mt.turns));
+      w = multiturn_workload(mt);
+    }
+    if (tty) fmt::print(stderr, "\r\033[Kcmax endpoint bench: capacity: {} {:g} ...", by_rate ? "rate" : "concurrency", load);
+    auto r = run_bench(engine, *w, one, hooks);
+    if (r.stop_reason == "interrupted") return std::nullopt;
+    const Summary& s = r.overall;
+    probes.push_back({{"load", load},
+                      {"requests", s.requests},
+                      {"failed", s.failed},
+                      {"attainment", s.goodput_share},
+                      {"pass", s.goodput_share >= cc.attainment},
+                      {"request_throughput", s.request_throughput},
+                      {"ttft_incl_queue_ms", {{"p50", s.ttft_incl_queue.p50_ms}, {"p90", s.ttft_incl_queue.p90_ms},
+                                              {"p99", s.ttft_incl_queue.p99_ms}}},
+                      {"tpot_ms", {{"p50", s.tpot.p50_ms}, {"p90", s.tpot.p90_ms}, {"p99", s.tpot.p99_ms}}},
+                      {"e2e_ms", {{"p50", s.e2e.p50_ms}, {"p90", s.e2e.p90_ms}, {"p99", s.e2e.p99_ms}}}});
+    return s.goodput_share;
+  };
+  const auto res = search_capacity(cc, measure);
+  if (tty) fmt::print(stderr, "\r\033[K");
+  const char* unit = by_rate ? "requests/s" : "streams";
+  json doc = {{"schema", "cmax.endpoint.capacity/1"},
+              {"cmax_version", report::cmax_version()},
+              {"endpoint", f.base_url},
+              {"model", rc.model},
+              {"dimension", by_rate ? "rate" : "concurrency"},
+              {"slo", {{"ttft_ms", f.slo.ttft_ms}, {"tpot_ms", f.slo.tpot_ms}, {"e2e_ms", f.slo.e2e_ms}}},
+              {"attainment_goal", cc.attainment},
+              {"repeats", cc.repeats},
+              {"max", cc.max},
+              {"edge", res.edge},
+              {"first_fail", res.first_fail < 0 ? json(nullptr) : json(res.first_fail)},
+              {"reached_max", res.reached_max},
+              {"interrupted", res.interrupted},
+              {"workload", f.fixed ? "fixed" : "multiturn"},
+              {"probes", probes},
+              {"warnings", warnings}};
+  std::ofstream(dir + "/capacity.json", std::ios::trunc) << doc.dump(2) << '\n';
+  if (f.json) {
+    fmt::print("{}\n", doc.dump(2));
+  } else {
+    fmt::print("{:>12} {:>9} {:>11} {:>11} {:>11} {:>6}\n", by_rate ? "rate/s" : "concurrency", "attained",
+               "TTFT p90 ms", "TPOT p90 ms", "E2E p90 ms", "SLO");
+    for (const auto& p : probes)
+      fmt::print("{:>12g} {:>8.1f}% {:>11.1f} {:>11.2f} {:>11.1f} {:>6}\n", p["load"].get<double>(),
+                 100 * p["attainment"].get<double>(), p["ttft_incl_queue_ms"]["p90"].get<double>(),
+                 p["tpot_ms"]["p90"].get<double>(), p["e2e_ms"]["p90"].get<double>(), p["pass"].get<bool>() ? "met" : "missed");
+    if (res.edge <= 0)
+      fmt::print("capacity: the SLOs are missed even at {} {} ({:.0f}% of requests must meet them)\n", cc.start, unit,
+                 100 * cc.attainment);
+    else if (res.reached_max)
+      fmt::print("capacity: at least {:g} {} (the search's --capacity-max; the SLOs still held)\n", res.edge, unit);
+    else
+      fmt::print("capacity: {:g} {} ({:.0f}% of requests meet the SLOs there; {:g} misses them); {} measurements\n",
+                 res.edge, unit, 100 * cc.attainment, res.first_fail, res.probes.size());
+    fmt::print("run directory: {}\n", dir);
+  }
+  return res.interrupted ? kExitInterrupted : kExitOk;
+}
+
 int run_bench_cmd(BenchFlags& f) {
   std::vector<std::string> warnings;
   auto usage = [](const std::string& msg) {
@@ -257,6 +362,16 @@ int run_bench_cmd(BenchFlags& f) {
   if (int(!f.concurrency.empty()) + int(f.rate > 0) + int(f.trace_timestamps) > 1)
     return usage("give one schedule: --concurrency, --rate or --trace-timestamps");
   if (f.trace_timestamps && f.trace.empty()) return usage("--trace-timestamps needs a trace file");
+  if (!f.capacity.empty()) {
+    if (f.capacity != "concurrency" && f.capacity != "rate") return usage("--capacity: concurrency or rate");
+    if (f.slo.ttft_ms <= 0 && f.slo.tpot_ms <= 0 && f.slo.e2e_ms <= 0)
+      return usage("--capacity needs an SLO to meet: --slo-ttft-ms, --slo-tpot-ms or --slo-e2e-ms");
+    if (!f.trace.empty()) return usage("--capacity runs --fixed or --multiturn at each load; a trace brings its own");
+    if (!f.concurrency.empty() || f.rate > 0 || f.trace_timestamps)
+      return usage("--capacity chooses the load itself: drop --concurrency, --rate and --trace-timestamps");
+    if (!(f.capacity_attainment > 0 && f.capacity_attainment <= 1))
+      return usage("--capacity-attainment: a share above 0, at most 1");
+  }
   if (!(f.max_error_share >= 0 && f.max_error_share <= 1)) return usage("--max-error-share: a share between 0 and 1");
   if (f.reference_hit_rate != -1 && !(f.reference_hit_rate >= 0 && f.reference_hit_rate <= 1))
     return usage("--reference-hit-rate: a share between 0 and 1");
@@ -464,6 +579,7 @@ int run_bench_cmd(BenchFlags& f) {
                  p.cache_hit_rate < 0 ? std::string("-") : fmt::format("{:.1f}%", p.cache_hit_rate * 100), p.elapsed_s);
     };
   }
+  if (!f.capacity.empty()) return run_capacity(f, **engine, rc, hooks, dir, warnings);
   auto result = run_bench(**engine, *workload, rc, hooks);
   if (tty) fmt::print(stderr, "\r\033[K");
   jsonl.flush();
@@ -657,6 +773,22 @@ Runner setup_endpoint_bench(CLI::App& b) {
   b.add_option("--session-header", f->session_header,
                "Send each conversation's session id in this header too: X-SMG-Routing-Key (smg consistent_hashing), "
                "X-Session-Id (vllm-router consistent_hash)");
+  b.add_option("--capacity", f->capacity,
+               "Find the highest load that meets the SLOs (--slo-ttft-ms, --slo-tpot-ms, --slo-e2e-ms): concurrency "
+               "(closed loop) or rate (open-loop Poisson). Doubles from 1 until the SLOs are missed, bisects to 5%, "
+               "measures both ends of the edge --capacity-repeats times; RUN/capacity.json");
+  b.add_option("--capacity-start", f->capacity_start, "--capacity: the first load tried")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  b.add_option("--capacity-max", f->capacity_max, "--capacity: the highest load tried (default 1024 streams or 1000/s)");
+  b.add_option("--capacity-attainment", f->capacity_attainment,
+               "--capacity: the share of requests that must meet every SLO at a load")
+      ->capture_default_str();
+  b.add_option("--capacity-repeats", f->capacity_repeats, "--capacity: measurements at each end of the edge")
+      ->check(CLI::Range(1, 20))
+      ->capture_default_str();
+  b.add_option("--capacity-requests", f->capacity_requests,
+               "--capacity: requests per measurement (default max(50, 4 x concurrency), or max(20, 5 s at the rate))");
   b.add_option("--extra-body", f->extra_body,
                "A JSON object merged into every request body (top level, over cmax's fields): sampling parameters, "
                "vLLM's or SGLang's extensions. model, messages, prompt, stream and stream_options are refused: "
