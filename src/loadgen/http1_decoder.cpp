@@ -12,6 +12,13 @@ namespace {
 constexpr std::size_t kMaxHead = 64 * 1024;
 constexpr std::size_t kMaxChunkLine = 1024;
 
+// Whether a line (or head) ending in a `terminator_len`-byte terminator is over `max` bytes: when
+// the terminator was found at `at`, by where; when not, only once the bytes at hand could no longer
+// end within `max`. So the verdict is the same however the bytes were split into reads.
+bool over_limit(std::size_t at, std::size_t available, std::size_t max, std::size_t terminator_len) {
+  return at != std::string_view::npos ? at > max : available > max + terminator_len - 1;
+}
+
 bool iequals_prefix(std::string_view s, std::string_view lower) {
   if (s.size() < lower.size()) return false;
   for (std::size_t i = 0; i < lower.size(); ++i)
@@ -119,10 +126,11 @@ std::size_t Http1Decoder::feed(std::string_view in, Http1Sink& sink) {
   while (state_ == State::kHead) {
     const std::string_view all = in.substr(used);
     const auto end = all.find("\r\n\r\n");
-    if (end == std::string_view::npos) {
-      if (all.size() > kMaxHead) fail("response head over 64 KiB");
+    if (over_limit(end, all.size(), kMaxHead, 4)) {
+      fail("response head over 64 KiB");
       return used;
     }
+    if (end == std::string_view::npos) return used;
     if (!parse_head(all.substr(0, end))) return used;
     used += end + 4;
     if (state_ == State::kBody) {
@@ -152,10 +160,11 @@ std::size_t Http1Decoder::feed(std::string_view in, Http1Sink& sink) {
     switch (chunk_) {
       case Chunk::kSize: {
         const auto eol = rest.find("\r\n");
-        if (eol == std::string_view::npos) {
-          if (rest.size() > kMaxChunkLine) fail("chunk size line over 1 KiB");
+        if (over_limit(eol, rest.size(), kMaxChunkLine, 2)) {
+          fail("chunk size line over 1 KiB");
           return used;
         }
+        if (eol == std::string_view::npos) return used;
         std::string_view line = rest.substr(0, eol);
         if (const auto semi = line.find(';'); semi != std::string_view::npos) line = line.substr(0, semi);
         line = trim(line);
@@ -192,10 +201,11 @@ std::size_t Http1Decoder::feed(std::string_view in, Http1Sink& sink) {
         break;
       case Chunk::kTrailer: {
         const auto eol = rest.find("\r\n");
-        if (eol == std::string_view::npos) {
-          if (rest.size() > kMaxHead) fail("trailer over 64 KiB");
+        if (over_limit(eol, rest.size(), kMaxHead, 2)) {
+          fail("trailer over 64 KiB");
           return used;
         }
+        if (eol == std::string_view::npos) return used;
         used += eol + 2;
         if (eol == 0) state_ = State::kDone;  // the blank line: the response is whole
         break;
