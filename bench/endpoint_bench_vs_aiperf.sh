@@ -20,24 +20,9 @@ venv="$build/peers/aiperf"
 [[ -x "$venv/bin/aiperf" ]] || { echo "no $venv/bin/aiperf: run tests/aiperf/setup_aiperf.sh $venv first" >&2; exit 3; }
 export TIKTOKEN_CACHE_DIR="$venv/tiktoken-cache"
 work=$(mktemp -d)
-pid=
 trap '[[ -n "$pid" ]] && kill "$pid" 2>/dev/null; rm -rf "$work"' EXIT
 
-# One fresh server; sets $port and $pid. 16 x 64 decode slots hold 1,000 streams at 60 tokens/s.
-start_server() {
-  [[ -n "$pid" ]] && { kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null || true; }
-  "$cmax" endpoint serve --listen 127.0.0.1:0 --replicas 16 --max-concurrent 64 --batch-slowdown 0 \
-    --decode-tokens-per-s 60 --stream-interval "$interval" >"$work/serve.log" 2>&1 &
-  pid=$!
-  port=
-  for _ in $(seq 100); do
-    port=$(sed -n 's/.*listening on http:\/\/127\.0\.0\.1:\([0-9]*\).*/\1/p' "$work/serve.log")
-    [[ -n "$port" ]] && break
-    sleep 0.1
-  done
-  [[ -n "$port" ]] || { cat "$work/serve.log" >&2; exit 3; }
-}
-cpu() { awk '{print $1 + $2}' "$1"; }  # user + sys seconds from /usr/bin/time -f "%U %S"
+source "$(dirname "$0")/endpoint_serve_lib.sh"
 # Completion tokens the server streamed (its own accounting).
 served() {
   curl -s "http://127.0.0.1:$port/cmax/stats" | python3 -c 'import json,sys; print(json.load(sys.stdin)["completion_tokens"])' ||

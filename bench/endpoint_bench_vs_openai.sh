@@ -19,25 +19,9 @@ npmdir="$build/npm"
 [[ -f "$npmdir/node_modules/openai/package.json" ]] || { echo "no $npmdir/node_modules/openai: run test_endpoint_openai first" >&2; exit 3; }
 cp "$(dirname "$0")/openai_bench_client.mjs" "$npmdir/"
 work=$(mktemp -d)
-pid=
 trap '[[ -n "$pid" ]] && kill "$pid" 2>/dev/null; rm -rf "$work"' EXIT
 
-# One fresh server; sets $port and $pid. 16 x 64 decode slots hold 1,000 streams at 60 tokens/s
-# each; --stream-interval 4 writes four tokens (four SSE events) at a time, as vLLM can.
-start_server() {
-  [[ -n "$pid" ]] && { kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null || true; }
-  "$cmax" endpoint serve --listen 127.0.0.1:0 --replicas 16 --max-concurrent 64 --batch-slowdown 0 \
-    --decode-tokens-per-s 60 --stream-interval "${interval:-4}" --time-scale "${scale:-1}" >"$work/serve.log" 2>&1 &
-  pid=$!
-  port=
-  for _ in $(seq 100); do
-    port=$(sed -n 's/.*listening on http:\/\/127\.0\.0\.1:\([0-9]*\).*/\1/p' "$work/serve.log")
-    [[ -n "$port" ]] && break
-    sleep 0.1
-  done
-  [[ -n "$port" ]] || { cat "$work/serve.log" >&2; exit 3; }
-}
-cpu() { awk '{print $1 + $2}' "$1"; }  # user + sys seconds from /usr/bin/time -f "%U %S"
+source "$(dirname "$0")/endpoint_serve_lib.sh"
 
 common=(--fixed --input-tokens 64 --output-tokens "$tokens" --ignore-eos --max-requests "$requests")
 "$cmax" endpoint bench --dry-run --model cmax-sim "${common[@]}" >"$work/bodies.jsonl"
