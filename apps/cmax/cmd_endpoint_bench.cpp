@@ -686,6 +686,13 @@ int run_bench_cmd(BenchFlags& f) {
     out << j.dump(2) << '\n';
     if (!out) return usage(fmt::format("write {}/bench.json: failed; check the disk", dir));
   }
+  {
+    std::vector<std::pair<std::string, Summary>> rows{{"overall", result.overall}};
+    for (const auto& l : result.levels) rows.emplace_back(fmt::format("c={}", l.concurrency), l.summary);
+    std::ofstream csv(dir + "/bench.csv", std::ios::trunc);
+    csv << summaries_csv(rows);
+    if (!csv) return usage(fmt::format("write {}/bench.csv: failed; check the disk", dir));
+  }
   if (result.levels.size() > 1) {
     RunView v;
     v.label = j["provider"].get<std::string>().empty() ? model : j["provider"].get<std::string>();

@@ -7,6 +7,7 @@
 #include <string_view>
 #include <utility>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 namespace cmax::loadgen {
@@ -377,6 +378,29 @@ Summary summarize(std::span<const RequestRecord> records, const Histogram& itl, 
   s.e2e = latency_stats(e2e);
   s.queue = latency_stats(queue);
   return s;
+}
+
+std::string summaries_csv(const std::vector<std::pair<std::string, Summary>>& rows) {
+  std::string out =
+      "scope,requests,succeeded,failed,duration_s,request_throughput,output_tokens_per_s,"
+      "ttft_ms_p50,ttft_ms_p90,ttft_ms_p99,ttft_incl_queue_ms_p50,ttft_incl_queue_ms_p99,"
+      "tpot_ms_p50,tpot_ms_p90,tpot_ms_p99,itl_ms_p50,itl_ms_p90,itl_ms_p99,e2e_ms_p50,e2e_ms_p90,e2e_ms_p99,"
+      "prompt_tokens,cached_tokens,completion_tokens,cache_hit_rate,goodput_share\n";
+  auto stats = [](const LatencyStats& l) { return fmt::format("{:.3f},{:.3f},{:.3f}", l.p50_ms, l.p90_ms, l.p99_ms); };
+  for (const auto& [name, s] : rows) {
+    std::string scope = name;  // quoted when it holds a comma or a quote, the quote doubled
+    if (scope.find_first_of(",\"\r\n") != std::string::npos) {
+      std::string q = "\"";
+      for (char c : scope) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+      scope = q + "\"";
+    }
+    out += fmt::format("{},{},{},{},{:.3f},{:.4f},{:.2f},{},{:.3f},{:.3f},{},{},{},{},{},{},{},{:.6f}\n", scope,
+                       s.requests, s.succeeded, s.failed, s.duration_s, s.request_throughput, s.output_tokens_per_s,
+                       stats(s.ttft), s.ttft_incl_queue.p50_ms, s.ttft_incl_queue.p99_ms, stats(s.tpot), stats(s.itl),
+                       stats(s.e2e), s.prompt_tokens, s.cached_tokens, s.completion_tokens,
+                       s.cache_hit_rate < 0 ? std::string() : fmt::format("{:.6f}", s.cache_hit_rate), s.goodput_share);
+  }
+  return out;
 }
 
 nlohmann::json summary_to_json(const Summary& s) {

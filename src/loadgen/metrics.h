@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -60,6 +62,12 @@ Summary summarize(std::span<const RequestRecord> records, const Histogram& itl, 
 /// The summary as it appears in bench.json (docs/schemas/endpoint-bench.md) and back.
 nlohmann::json summary_to_json(const Summary& s);
 Result<Summary> summary_from_json(const nlohmann::json& j);
+
+/// Summaries as CSV (RFC 4180, a header line then one line per row, `\n` ends): the row's name
+/// ("overall", "c=4"), counts, throughput, TTFT (incl. queueing too), TPOT, ITL and E2E p50/p90/
+/// p99 in ms, tokens, the cache hit rate (empty when no request reported usage) and the goodput
+/// share. bench.csv beside bench.json. Pure.
+std::string summaries_csv(const std::vector<std::pair<std::string, Summary>>& rows);
 
 /// One request record as a requests.jsonl line (no newline) and back.
 std::string record_to_jsonl(const RequestRecord& r);

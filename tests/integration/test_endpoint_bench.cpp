@@ -132,6 +132,12 @@ TEST(EndpointBench, HitRateTokensAndTtftMatchTheServersOwnAccounting) {
   ASSERT_EQ(o["requests"], 36);
   EXPECT_EQ(o["succeeded"], 36);
   ASSERT_EQ(b.bench["levels"].size(), 2u);
+  // bench.csv beside it: the header, overall, then a row per level, with bench.json's numbers.
+  const std::string csv = slurp(serve.dir() / "run" / "bench.csv");
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 4) << csv;
+  EXPECT_NE(csv.find("\noverall,36,36,0,"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("\nc=1,18,18,0,"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("\nc=4,18,18,0,"), std::string::npos) << csv;
 
   // Totals: the client's usage sums equal the server's accounting, so the hit rates are equal.
   const auto stats = get_json(serve.port(), "/cmax/stats");

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -661,3 +662,31 @@ TEST(RecordJsonl, InvalidUtf8FromTheEndpointDoesNotThrow) {
 
 }  // namespace
 }  // namespace cmax::loadgen
+
+TEST(SummariesCsv, AHeaderAndARowPerScopeWithEmptyForAHitRateNotReported) {
+  cmax::loadgen::Summary a;
+  a.requests = 10;
+  a.succeeded = 9;
+  a.failed = 1;
+  a.ttft.p50_ms = 26.5;
+  a.cache_hit_rate = 0.25;
+  cmax::loadgen::Summary b;
+  b.requests = 4;
+  const std::string csv = cmax::loadgen::summaries_csv({{"overall", a}, {"c=4", b}, {"a,\"b\"", b}});
+  std::vector<std::string> lines;
+  for (std::size_t at = 0; at < csv.size();) {
+    const auto nl = csv.find('\n', at);
+    lines.push_back(csv.substr(at, nl - at));
+    at = nl + 1;
+  }
+  ASSERT_EQ(lines.size(), 4u);
+  const auto columns = [](const std::string& l) { return std::count(l.begin(), l.end(), ',') + 1; };
+  EXPECT_EQ(columns(lines[0]), 26);
+  EXPECT_EQ(lines[0].rfind("scope,requests,succeeded,failed,", 0), 0u);
+  EXPECT_EQ(lines[1].rfind("overall,10,9,1,", 0), 0u);
+  EXPECT_NE(lines[1].find(",26.500,"), std::string::npos);
+  EXPECT_NE(lines[1].find(",0.250000,"), std::string::npos);
+  EXPECT_EQ(columns(lines[2]), 26);
+  EXPECT_NE(lines[2].find(",,"), std::string::npos) << "no usage reported: an empty cell, not 0";
+  EXPECT_EQ(lines[3].rfind("\"a,\"\"b\"\"\",4,", 0), 0u) << "a name with a comma or a quote is quoted";
+}
