@@ -3,10 +3,12 @@
 // in pieces (sizes from the input's first byte) ends in the same state with the same body and the
 // same error as one whole feed; an error is one printable line. The same bytes as
 // `cmax endpoint bench --header` and `--extra-body`: an accepted header has a non-empty name
-// without CR or LF; an accepted extra body is a JSON object without the keys cmax sets.
+// without CR or LF; an accepted extra body is a JSON object without the keys cmax sets. The same
+// bytes as an engine's /metrics (loadgen/server_metrics.h).
 
 #include <cstddef>
 #include <cstdint>
+#include <cmath>
 #include <cstdlib>
 #include <string>
 #include <string_view>
@@ -15,6 +17,7 @@
 
 #include "loadgen/http1_decoder.h"
 #include "loadgen/runner.h"
+#include "loadgen/server_metrics.h"
 
 namespace {
 
@@ -70,6 +73,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     auto j = nlohmann::json::parse(*extra);
     check(j.is_object() && !j.contains("model") && !j.contains("stream") && !j.contains("messages"));
   }
+  // The same bytes as an engine's /metrics: whatever is read is finite, and a rate needs both halves.
+  const auto m = cmax::loadgen::parse_engine_metrics(in);
+  check(m.queries.has_value() == m.hits.has_value());
+  if (m.queries) check(std::isfinite(*m.queries) && std::isfinite(*m.hits));
+  if (m.sglang_hit_rate) check(std::isfinite(*m.sglang_hit_rate));
   const auto whole = decode(in, in.size() ? in.size() : 1, eof);
   const auto split = decode(in, piece, eof);
   check(whole.state == split.state);

@@ -37,6 +37,7 @@
 #include "loadgen/metrics.h"
 #include "loadgen/pricing.h"
 #include "loadgen/runner.h"
+#include "loadgen/server_metrics.h"
 #include "loadgen/workload.h"
 #include "report/audit_json.h"
 #include "report/run_dir.h"
@@ -91,7 +92,7 @@ struct BenchFlags {
   double reference_hit_rate = -1, monthly_mtok = 0;  ///< -1: 0.99, or what the prompts sent allow when less
   int theory_block_tokens = 16;
   std::string out;
-  bool json = false, no_preflight = false, dry_run = false;
+  bool json = false, no_preflight = false, dry_run = false, no_server_metrics = false;
   double max_error_share = 0.1;
   int wake_interval_us = 1000, coalesce_from = 128;
   std::uint64_t seed = 1;
@@ -118,6 +119,79 @@ struct Collect final : ExchangeHandler {
     done = true;
   }
 };
+
+// The endpoint's own /metrics (at the base URL's origin), read before and after each level: the
+// engine's prefix-cache accounting beside what the responses reported (loadgen/server_metrics.h).
+class MetricsScraper {
+ public:
+  MetricsScraper(const ClientConfig& base, std::string origin) : origin_(std::move(origin)) {
+    ClientConfig c = base;
+    c.base_url = origin_;
+    c.max_connections = 2;
+    if (auto e = HttpEngine::create(c)) engine_ = std::move(*e);
+    else why_not_ = e.error().message;
+  }
+  /// One read; nullopt when there is none to be had (the reason is kept for the record).
+  std::optional<EngineCacheMetrics> scrape() {
+    if (!engine_ || gave_up_) return std::nullopt;
+    Collect c;
+    engine_->get("/metrics", &c);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (!c.done && std::chrono::steady_clock::now() < deadline) engine_->poll(std::chrono::milliseconds(20));
+    if (!c.done) {
+      engine_->cancel_all();
+      return give_up(fmt::format("GET {}/metrics: no answer within 5 s", origin_));
+    }
+    if (c.result.transport != ErrorClass::kNone)
+      return give_up(fmt::format("GET {}/metrics: {}", origin_, c.result.detail));
+    if (c.result.http_status != 200)
+      return give_up(fmt::format("GET {}/metrics: HTTP {} (the endpoint publishes no engine metrics there)", origin_,
+                                 c.result.http_status));
+    auto m = parse_engine_metrics(c.body);
+    if (!m.any()) return give_up(fmt::format("GET {}/metrics: no vLLM or SGLang prefix-cache metrics in it", origin_));
+    return m;
+  }
+  const std::string& origin() const { return origin_; }
+  const std::string& why_not() const { return why_not_; }
+
+ private:
+  std::optional<EngineCacheMetrics> give_up(std::string why) {
+    gave_up_ = true;  // a gateway without /metrics is asked once, not before and after every level
+    why_not_ = std::move(why);
+    return std::nullopt;
+  }
+  std::string origin_, why_not_;
+  std::unique_ptr<HttpEngine> engine_;
+  bool gave_up_ = false;
+};
+
+// scheme://host[:port] of a URL ("" when it has no scheme).
+std::string url_origin(std::string_view url) {
+  const auto scheme = url.find("://");
+  if (scheme == std::string_view::npos) return {};
+  const auto path = url.find('/', scheme + 3);
+  return std::string(url.substr(0, path));
+}
+
+// One level's server-side accounting, as bench.json's server_metrics.levels[] holds it.
+json server_level_json(const std::optional<EngineCacheMetrics>& before, const std::optional<EngineCacheMetrics>& after,
+                       const Summary& responses, std::optional<int> concurrency) {
+  json j = {{"concurrency", concurrency ? json(*concurrency) : json(nullptr)},
+            {"responses_hit_rate", responses.cache_hit_rate < 0 ? json(nullptr) : json(responses.cache_hit_rate)}};
+  if (!after) {
+    j["family"] = nullptr;
+    return j;
+  }
+  j["family"] = after->family;
+  if (before && before->queries && after->queries && before->hits && after->hits) {
+    const double q = *after->queries - *before->queries, h = *after->hits - *before->hits;
+    j["prefix_cache_queries"] = q;
+    j["prefix_cache_hits"] = h;
+    j["hit_rate"] = q > 0 ? json(h / q) : json(nullptr);
+  }
+  if (after->sglang_hit_rate) j["sglang_cache_hit_rate"] = *after->sglang_hit_rate;
+  return j;
+}
 
 Result<std::vector<int>> parse_levels(const std::string& spec) {
   std::vector<int> out;
@@ -580,6 +654,16 @@ int run_bench_cmd(BenchFlags& f) {
     };
   }
   if (!f.capacity.empty()) return run_capacity(f, **engine, rc, hooks, dir, warnings);
+  std::optional<MetricsScraper> scraper;
+  std::vector<std::optional<EngineCacheMetrics>> scraped_before, scraped_after;
+  if (!f.no_server_metrics) {
+    scraper.emplace(cc, url_origin(f.base_url));
+    hooks.on_level = [&](std::size_t level, bool drained) {
+      auto& v = drained ? scraped_after : scraped_before;
+      if (v.size() <= level) v.resize(level + 1);
+      v[level] = scraper->scrape();
+    };
+  }
   auto result = run_bench(**engine, *workload, rc, hooks);
   if (tty) fmt::print(stderr, "\r\033[K");
   jsonl.flush();
@@ -681,6 +765,41 @@ int run_bench_cmd(BenchFlags& f) {
       {"levels", levels},
       {"cost", bill ? bill_to_json(*sheet, *bill) : json(nullptr)},
       {"warnings", warnings}};
+  if (scraper) {
+    json levels_sm = json::array();
+    bool any = false;
+    auto at = [](const auto& v, std::size_t i) { return i < v.size() ? v[i] : std::nullopt; };
+    if (rc.schedule.kind == ScheduleKind::kConcurrency) {
+      for (std::size_t i = 0; i < rc.schedule.levels.size(); ++i) {
+        const auto it = std::find_if(result.levels.begin(), result.levels.end(),
+                                     [&](const auto& l) { return l.concurrency == rc.schedule.levels[i]; });
+        if (it == result.levels.end()) continue;
+        levels_sm.push_back(server_level_json(at(scraped_before, i), at(scraped_after, i), it->summary, it->concurrency));
+        any = any || at(scraped_after, i).has_value();
+      }
+    } else {
+      levels_sm.push_back(server_level_json(at(scraped_before, 0), at(scraped_after, 0), result.overall, std::nullopt));
+      any = at(scraped_after, 0).has_value();
+    }
+    j["server_metrics"] = {{"url", scraper->origin() + "/metrics"},
+                           {"read", any},
+                           {"why_not", any ? json(nullptr) : json(scraper->why_not())},
+                           {"levels", levels_sm}};
+    // The server counts prefix-cache hits the responses do not report: a flag is missing.
+    for (const auto& l : levels_sm) {
+      const bool server_hits = l.contains("prefix_cache_hits") && l["prefix_cache_hits"].get<double>() > 0;
+      const bool sglang_hits = l.contains("sglang_cache_hit_rate") && l["sglang_cache_hit_rate"].get<double>() > 0;
+      const bool responses_say = !l["responses_hit_rate"].is_null() && l["responses_hit_rate"].get<double>() > 0;
+      if ((server_hits || sglang_hits) && !responses_say) {
+        warnings.push_back(
+            "the server's /metrics count prefix-cache hits, but its responses report no cached tokens: the hit rate "
+            "and the bill here assume none. Start vLLM with --enable-prompt-tokens-details, SGLang with "
+            "--enable-cache-report");
+        j["warnings"] = warnings;
+        break;
+      }
+    }
+  }
   {
     std::ofstream out(dir + "/bench.json", std::ios::trunc);
     out << j.dump(2) << '\n';
@@ -796,6 +915,9 @@ Runner setup_endpoint_bench(CLI::App& b) {
       ->capture_default_str();
   b.add_option("--capacity-requests", f->capacity_requests,
                "--capacity: requests per measurement (default max(50, 4 x concurrency), or max(20, 5 s at the rate))");
+  b.add_flag("--no-server-metrics", f->no_server_metrics,
+             "Do not read the endpoint's /metrics (at the base URL's origin) before and after each level; read, the "
+             "engine's own prefix-cache hit rate (vLLM, SGLang) is set beside the responses' in bench.json");
   b.add_option("--extra-body", f->extra_body,
                "A JSON object merged into every request body (top level, over cmax's fields): sampling parameters, "
                "vLLM's or SGLang's extensions. model, messages, prompt, stream and stream_options are refused: "

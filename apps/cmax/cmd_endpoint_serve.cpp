@@ -61,7 +61,7 @@ int run_serve(ServeFlags& f) {
     return kExitUsage;
   }
   if (!endpoint::cache_fields_from_name(f.cache_fields, c.cache_fields)) {
-    fmt::print(stderr, "cmax endpoint serve: --cache-fields {}: use openai, anthropic, deepseek or all\n",
+    fmt::print(stderr, "cmax endpoint serve: --cache-fields {}: use openai, anthropic, deepseek, all or none\n",
                f.cache_fields);
     return kExitUsage;
   }
@@ -190,8 +190,9 @@ Runner setup_endpoint_serve(CLI::App& serve) {
       ->capture_default_str();
   serve.add_option("--seed", c.seed, "Seed of the fault draws and of the random policy")->capture_default_str();
   serve.add_option("--cache-fields", f->cache_fields,
-                   "Usage cache fields: openai (prompt_tokens_details.cached_tokens, always there), anthropic "
-                   "(+cache_read/creation_input_tokens), deepseek (+prompt_cache_hit/miss_tokens), all")
+                   "Usage cache fields: openai (prompt_tokens_details.cached_tokens), anthropic "
+                   "(+cache_read/creation_input_tokens), deepseek (+prompt_cache_hit/miss_tokens), all, or none (as "
+                   "vLLM without --enable-prompt-tokens-details: /metrics still counts the hits)")
       ->capture_default_str();
   serve.add_option("--time-scale", c.time_scale,
                    "Wall seconds per model second: 1 real time, 0.01 100x faster, 0 no pacing")

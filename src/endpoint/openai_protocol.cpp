@@ -83,6 +83,7 @@ json usage_object(const Usage& u, CacheFields fields) {
             {"total_tokens", u.prompt_tokens + u.completion_tokens},
             {"prompt_tokens_details", {{"cached_tokens", u.cached_tokens}, {"audio_tokens", 0}}},
             {"completion_tokens_details", {{"reasoning_tokens", 0}, {"audio_tokens", 0}}}};
+  if (fields == CacheFields::kNone) j.erase("prompt_tokens_details");
   if (fields == CacheFields::kAnthropic || fields == CacheFields::kAll) {
     j["cache_read_input_tokens"] = u.cached_tokens;
     j["cache_creation_input_tokens"] = u.cache_creation_tokens;
@@ -114,6 +115,7 @@ bool cache_fields_from_name(std::string_view name, CacheFields& out) {
   else if (name == "anthropic") out = CacheFields::kAnthropic;
   else if (name == "deepseek") out = CacheFields::kDeepSeek;
   else if (name == "all") out = CacheFields::kAll;
+  else if (name == "none") out = CacheFields::kNone;
   else return false;
   return true;
 }

@@ -14,10 +14,12 @@ namespace cmax::endpoint {
 enum class Api { kChat, kCompletions };
 
 /// Which providers' cache fields the usage object carries. OpenAI's
-/// prompt_tokens_details.cached_tokens is always there; kAnthropic adds cache_read_input_tokens /
-/// cache_creation_input_tokens, kDeepSeek prompt_cache_hit_tokens / prompt_cache_miss_tokens.
-enum class CacheFields { kOpenAi, kAnthropic, kDeepSeek, kAll };
-/// "openai", "anthropic", "deepseek", "all"; false for anything else.
+/// prompt_tokens_details.cached_tokens is there but with kNone (vLLM without
+/// --enable-prompt-tokens-details, SGLang without --enable-cache-report: no cache field at all);
+/// kAnthropic adds cache_read_input_tokens / cache_creation_input_tokens, kDeepSeek
+/// prompt_cache_hit_tokens / prompt_cache_miss_tokens.
+enum class CacheFields { kOpenAi, kAnthropic, kDeepSeek, kAll, kNone };
+/// "openai", "anthropic", "deepseek", "all", "none"; false for anything else.
 bool cache_fields_from_name(std::string_view name, CacheFields& out);
 
 /// An error as OpenAI returns it: {"error":{"message","type","param","code"}}.

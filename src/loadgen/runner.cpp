@@ -375,6 +375,7 @@ RunResult Runner::run() {
       phase_ = fmt::format("trace x{}", s.trace_speed);
     }
     std::size_t phase_issued = 0;
+    if (hooks_.on_level) hooks_.on_level(li, false);
     const auto phase_start = Clock::now();
     // Open loop: the next request, drawn ahead, and the run second it is due at.
     std::optional<RequestSpec> pending;
@@ -449,6 +450,7 @@ RunResult Runner::run() {
       if (starved) wait = std::min(wait, std::chrono::milliseconds(5));
       engine_.poll(std::max(wait, std::chrono::milliseconds(0)));
     }
+    if (result_.stop_reason.empty() && hooks_.on_level) hooks_.on_level(li, true);
   }
   if (!result_.stop_reason.empty()) {
     // Stopped: what is in flight is canceled (recorded as such); queued retries keep their last error.

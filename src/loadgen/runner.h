@@ -69,6 +69,9 @@ struct RunHooks {
   std::function<void(const RequestRecord&)> on_record;  ///< each finished request, in finishing order
   std::function<void(const Progress&)> on_progress;
   const std::atomic<bool>* stop = nullptr;  ///< set (e.g. by SIGINT): stop sending, cancel, return
+  /// Called with the level's index before its first request and again once it has drained (the
+  /// engine is idle both times: a hook may use it, e.g. to scrape the server's /metrics).
+  std::function<void(std::size_t level, bool drained)> on_level;
 };
 
 struct LevelResult {

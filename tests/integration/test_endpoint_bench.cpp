@@ -177,6 +177,43 @@ TEST(EndpointBench, HitRateTokensAndTtftMatchTheServersOwnAccounting) {
               diffs[diffs.size() / 2], diffs.back(), diffs.size());
 }
 
+// The server's own /metrics around each level: its prefix-cache counters give the same hit rate as
+// the responses' usage; when the responses carry no cache field (vLLM without
+// --enable-prompt-tokens-details) the counters still count, and the run says which flag is missing.
+TEST(EndpointBench, TheServersMetricsAreReadAroundEachLevelAndAMissingCacheFieldIsNamed) {
+  ServeProcess serve({"--replicas", "2", "--time-scale", "0"});
+  ASSERT_GT(serve.port(), 0) << serve.error();
+  auto b = bench(serve.dir() / "run", {"--base-url", serve.base_url(), "--multiturn", "--sessions", "8", "--turns", "3",
+                                       "--concurrency", "1,4", "--requests-per-level", "12"});
+  ASSERT_EQ(b.proc.exit_code, 0) << why(b);
+  const auto& sm = b.bench["server_metrics"];
+  ASSERT_TRUE(sm.is_object()) << b.bench.dump();
+  EXPECT_EQ(sm["read"], true);
+  EXPECT_EQ(sm["url"], "http://127.0.0.1:" + std::to_string(serve.port()) + "/metrics");
+  ASSERT_EQ(sm["levels"].size(), 2u);
+  for (const auto& l : sm["levels"]) {
+    EXPECT_EQ(l["family"], "vllm");
+    EXPECT_GT(l["prefix_cache_queries"].get<double>(), 0);
+    EXPECT_NEAR(l["hit_rate"].get<double>(), l["responses_hit_rate"].get<double>(), 1e-9) << l.dump();
+  }
+
+  ServeProcess silent({"--replicas", "2", "--time-scale", "0", "--cache-fields", "none"});
+  ASSERT_GT(silent.port(), 0) << silent.error();
+  auto q = bench(silent.dir() / "run", {"--base-url", silent.base_url(), "--multiturn", "--sessions", "8", "--turns", "3",
+                                        "--concurrency", "4", "--requests-per-level", "12"});
+  ASSERT_EQ(q.proc.exit_code, 0) << why(q);
+  EXPECT_EQ(q.bench["overall"]["cached_tokens"], 0);
+  EXPECT_GT(q.bench["server_metrics"]["levels"][0]["hit_rate"].get<double>(), 0.5);
+  EXPECT_NE(q.bench["warnings"].dump().find("--enable-prompt-tokens-details"), std::string::npos) << q.bench["warnings"];
+  EXPECT_NE(q.proc.err.find("--enable-cache-report"), std::string::npos) << q.proc.err;
+
+  // Asked not to, it does not.
+  auto n = bench(serve.dir() / "run2", {"--base-url", serve.base_url(), "--fixed", "--concurrency", "2",
+                                        "--requests-per-level", "4", "--no-server-metrics"});
+  ASSERT_EQ(n.proc.exit_code, 0) << why(n);
+  EXPECT_FALSE(n.bench.contains("server_metrics"));
+}
+
 TEST(EndpointBench, MooncakeReplayReportsMeasuredAndTheoreticalHitRates) {
   ServeProcess serve({"--replicas", "2", "--time-scale", "0", "--cache-blocks", "100000"});
   ASSERT_GT(serve.port(), 0) << serve.error();
