@@ -93,6 +93,8 @@ struct BenchFlags {
   int theory_block_tokens = 16;
   std::string out;
   bool json = false, no_preflight = false, dry_run = false, no_server_metrics = false;
+  std::size_t warmup = 0;     ///< --warmup N: requests sent first and not counted
+  bool flush_cache = false;   ///< --flush-cache: empty the server's prefix cache before each level
   double max_error_share = 0.1;
   int wake_interval_us = 1000, coalesce_from = 128;
   std::uint64_t seed = 1;
@@ -153,6 +155,30 @@ class MetricsScraper {
   }
   const std::string& origin() const { return origin_; }
   const std::string& why_not() const { return why_not_; }
+
+  /// POST origin + path with an empty JSON body: its HTTP status, or 0 with `detail` set.
+  int post(std::string_view path, std::string& detail) {
+    if (!engine_) {
+      detail = why_not_;
+      return 0;
+    }
+    static const std::string kEmpty = "{}";
+    Collect c;
+    engine_->post(path, kEmpty, false, &c);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!c.done && std::chrono::steady_clock::now() < deadline) engine_->poll(std::chrono::milliseconds(20));
+    if (!c.done) {
+      engine_->cancel_all();
+      detail = "no answer within 10 s";
+      return 0;
+    }
+    if (c.result.transport != ErrorClass::kNone) {
+      detail = c.result.detail;
+      return 0;
+    }
+    detail = core::clip(std::string(core::trim(c.body)), 160);
+    return c.result.http_status;
+  }
 
  private:
   std::optional<EngineCacheMetrics> give_up(std::string why) {
@@ -315,6 +341,52 @@ void print_text(const BenchFlags& f, const RunResult& r, const std::string& mode
   for (const auto& w : warnings) fmt::print(stderr, "cmax endpoint bench: warning: {}\n", w);
   if (r.interrupted) fmt::print("interrupted: partial results ({} requests finished)\n", r.records.size());
   fmt::print("results: {}/bench.json, {}/requests.jsonl\n", dir, dir);
+}
+
+// --warmup N: N requests before the measured run, not counted and not written: unique prompts
+// (seeded apart from the run, sharing nothing with it, so they warm the server without priming the
+// cache the run measures) of the run's sizes with --fixed, else 512 prompt and 16 output tokens,
+// at the first level's concurrency (8 for a rate or a trace).
+json run_warmup(const BenchFlags& f, HttpEngine& engine, const RunConfig& rc) {
+  FixedConfig fx;
+  fx.requests = f.warmup;
+  fx.input_tokens = f.fixed ? f.fx.input_tokens : 512;
+  fx.output_tokens = f.fixed ? f.fx.output_tokens : 16;
+  fx.seed = f.seed + 0x9e3779b9u;
+  auto w = fixed_workload(fx);
+  RunConfig one = rc;
+  one.schedule.kind = ScheduleKind::kConcurrency;
+  const int level = rc.schedule.kind == ScheduleKind::kConcurrency && !rc.schedule.levels.empty() ? rc.schedule.levels.front() : 8;
+  one.schedule.levels = {level};
+  one.schedule.requests_per_level = f.warmup;
+  one.max_requests = f.warmup;
+  one.duration_s = 0;
+  RunHooks quiet;
+  quiet.stop = &g_stop;
+  const auto r = run_bench(engine, *w, one, quiet);
+  return {{"requests", r.overall.requests}, {"succeeded", r.overall.succeeded}, {"concurrency", level},
+          {"duration_s", r.duration_s}, {"prompt_tokens_each", fx.input_tokens}};
+}
+
+// --flush-cache, before each level: SGLang's POST /flush_cache, else vLLM's POST
+// /reset_prefix_cache (served when vLLM runs with VLLM_SERVER_DEV_MODE=1). Recorded either way; a
+// failure is a warning, not the end of the run.
+json flush_server_cache(MetricsScraper& origin, std::size_t level, std::vector<std::string>& warnings) {
+  std::string detail;
+  std::string path = "/flush_cache";
+  int status = origin.post(path, detail);
+  if (status == 404 || status == 405) {
+    path = "/reset_prefix_cache";
+    status = origin.post(path, detail);
+  }
+  const bool ok = status >= 200 && status < 300;
+  if (!ok)
+    warnings.push_back(fmt::format(
+        "level {}: the server's prefix cache was not flushed (POST {}{}: {}{}); this level starts with what the last "
+        "left (SGLang answers /flush_cache when idle; vLLM /reset_prefix_cache with VLLM_SERVER_DEV_MODE=1)",
+        level + 1, origin.origin(), path, status ? fmt::format("HTTP {}", status) : std::string("no answer"),
+        detail.empty() ? "" : ", " + detail));
+  return {{"level", level + 1}, {"path", path}, {"status", status}, {"flushed", ok}};
 }
 
 // --capacity: the highest concurrency or request rate at which --capacity-attainment of the
@@ -655,15 +727,17 @@ int run_bench_cmd(BenchFlags& f) {
   }
   if (!f.capacity.empty()) return run_capacity(f, **engine, rc, hooks, dir, warnings);
   std::optional<MetricsScraper> scraper;
+  if (!f.no_server_metrics || f.flush_cache) scraper.emplace(cc, url_origin(f.base_url));
+  const json warmup = f.warmup ? run_warmup(f, **engine, rc) : json(nullptr);
   std::vector<std::optional<EngineCacheMetrics>> scraped_before, scraped_after;
-  if (!f.no_server_metrics) {
-    scraper.emplace(cc, url_origin(f.base_url));
-    hooks.on_level = [&](std::size_t level, bool drained) {
-      auto& v = drained ? scraped_after : scraped_before;
-      if (v.size() <= level) v.resize(level + 1);
-      v[level] = scraper->scrape();
-    };
-  }
+  json flushes = json::array();
+  hooks.on_level = [&](std::size_t level, bool drained) {
+    if (!drained && f.flush_cache) flushes.push_back(flush_server_cache(*scraper, level, warnings));
+    if (f.no_server_metrics) return;
+    auto& v = drained ? scraped_after : scraped_before;
+    if (v.size() <= level) v.resize(level + 1);
+    v[level] = scraper->scrape();
+  };
   auto result = run_bench(**engine, *workload, rc, hooks);
   if (tty) fmt::print(stderr, "\r\033[K");
   jsonl.flush();
@@ -765,7 +839,9 @@ int run_bench_cmd(BenchFlags& f) {
       {"levels", levels},
       {"cost", bill ? bill_to_json(*sheet, *bill) : json(nullptr)},
       {"warnings", warnings}};
-  if (scraper) {
+  j["warmup"] = warmup;
+  j["cache_flushes"] = f.flush_cache ? flushes : json(nullptr);
+  if (scraper && !f.no_server_metrics) {
     json levels_sm = json::array();
     bool any = false;
     auto at = [](const auto& v, std::size_t i) { return i < v.size() ? v[i] : std::nullopt; };
@@ -915,6 +991,12 @@ Runner setup_endpoint_bench(CLI::App& b) {
       ->capture_default_str();
   b.add_option("--capacity-requests", f->capacity_requests,
                "--capacity: requests per measurement (default max(50, 4 x concurrency), or max(20, 5 s at the rate))");
+  b.add_option("--warmup", f->warmup,
+               "Send N requests first, not counted: unique prompts that warm the server without priming the cache "
+               "the run measures; recorded in bench.json");
+  b.add_flag("--flush-cache", f->flush_cache,
+             "Empty the server's prefix cache before each level (POST /flush_cache, SGLang; else /reset_prefix_cache, "
+             "vLLM with VLLM_SERVER_DEV_MODE=1); each attempt recorded in bench.json");
   b.add_flag("--no-server-metrics", f->no_server_metrics,
              "Do not read the endpoint's /metrics (at the base URL's origin) before and after each level; read, the "
              "engine's own prefix-cache hit rate (vLLM, SGLang) is set beside the responses' in bench.json");

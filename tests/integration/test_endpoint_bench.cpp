@@ -214,6 +214,30 @@ TEST(EndpointBench, TheServersMetricsAreReadAroundEachLevelAndAMissingCacheField
   EXPECT_FALSE(n.bench.contains("server_metrics"));
 }
 
+// --warmup sends requests that are not counted; --flush-cache empties the server's prefix cache
+// before each level. Both recorded; the server saw the warm-up, the results did not.
+TEST(EndpointBench, WarmUpIsSentAndNotCountedAndTheCacheIsFlushedBeforeEachLevel) {
+  ServeProcess serve({"--replicas", "2", "--time-scale", "0"});
+  ASSERT_GT(serve.port(), 0) << serve.error();
+  auto b = bench(serve.dir() / "run", {"--base-url", serve.base_url(), "--multiturn", "--sessions", "8", "--turns", "3",
+                                       "--concurrency", "1,4", "--requests-per-level", "12", "--warmup", "6",
+                                       "--flush-cache"});
+  ASSERT_EQ(b.proc.exit_code, 0) << why(b);
+  EXPECT_EQ(b.bench["warmup"]["requests"], 6);
+  EXPECT_EQ(b.bench["warmup"]["succeeded"], 6);
+  ASSERT_EQ(b.bench["cache_flushes"].size(), 2u);
+  for (const auto& fl : b.bench["cache_flushes"]) {
+    EXPECT_EQ(fl["path"], "/flush_cache");
+    EXPECT_EQ(fl["flushed"], true) << fl.dump();
+  }
+  EXPECT_EQ(b.bench["overall"]["requests"], 24);
+  EXPECT_EQ(b.requests.size(), 24u) << "warm-up requests are not written";
+  const auto stats = get_json(serve.port(), "/cmax/stats");
+  EXPECT_EQ(stats["requests"], 30) << "the server saw them";
+  // Each level starts from an empty cache: its first request, the shared system prompt, misses.
+  for (const auto& l : b.bench["server_metrics"]["levels"]) EXPECT_LT(l["hit_rate"].get<double>(), 0.95) << l.dump();
+}
+
 TEST(EndpointBench, MooncakeReplayReportsMeasuredAndTheoreticalHitRates) {
   ServeProcess serve({"--replicas", "2", "--time-scale", "0", "--cache-blocks", "100000"});
   ASSERT_GT(serve.port(), 0) << serve.error();
