@@ -22,7 +22,7 @@ FleetConfig config(Policy p, int replicas = 4) {
 }
 
 TEST(Policy, NamesRoundTrip) {
-  ASSERT_EQ(all_policies().size(), 6u);
+  ASSERT_EQ(all_policies().size(), 7u);
   for (Policy p : all_policies()) {
     Policy back;
     ASSERT_TRUE(policy_from_name(policy_name(p), back));
@@ -105,12 +105,12 @@ TEST(Router, CacheAwareFollowsItsOwnHistory) {
   EXPECT_EQ(first.reason, RouteReason::kCacheMiss);
   r.routed(first.replica, a, 1);
   load[static_cast<std::size_t>(first.replica)] = 5;  // busier now, but within the balance thresholds
-  // 3 of 4 blocks match (0.75 >= 0.5): the same replica despite its load.
+  // 3 of 4 blocks match (0.75 > 0.3): the same replica despite its load.
   const Route again = r.pick(Chain{1, 2, 3, 9}, "", load, {});
   EXPECT_EQ(again.replica, first.replica);
   EXPECT_EQ(again.reason, RouteReason::kCacheMatch);
   EXPECT_EQ(again.matched_blocks, 3u);
-  // 1 of 4 (0.25 < 0.5): the least loaded instead.
+  // 1 of 4 (0.25, not above 0.3): the least loaded instead.
   const Route low = r.pick(Chain{1, 7, 8, 9}, "", load, {});
   EXPECT_EQ(low.reason, RouteReason::kCacheMiss);
   EXPECT_NE(low.replica, first.replica);
@@ -120,10 +120,40 @@ TEST(Router, CacheAwareBalancesWhenImbalanced) {
   Router r(config(Policy::kCacheAware));
   const Chain a{1, 2, 3, 4};
   r.routed(2, a, 1);
-  std::vector<int> load{10, 10, 100, 10};  // 90 > 32 and 100 > 1.1 x 10
+  std::vector<int> load{10, 10, 100, 10};  // 90 > 64 and 100 > 1.5 x 10
   const Route x = r.pick(a, "", load, {});
   EXPECT_EQ(x.reason, RouteReason::kImbalance);
   EXPECT_NE(x.replica, 2);
+}
+
+TEST(Router, CacheAwareFollowsAMatchOnlyAboveTheThreshold) {
+  // The routers' rule: match_rate > cache_threshold. Exactly at it is a miss.
+  auto c = config(Policy::kCacheAware);
+  c.cache_threshold = 0.5;
+  Router r(c);
+  std::vector<int> load{0, 0, 0, 0};
+  r.routed(3, Chain{1, 2, 3, 4}, 1);
+  EXPECT_EQ(r.pick(Chain{1, 2, 8, 9}, "", load, {}).reason, RouteReason::kCacheMiss) << "2 of 4 is 0.5, not above";
+  EXPECT_EQ(r.pick(Chain{1, 2, 3, 9}, "", load, {}).reason, RouteReason::kCacheMatch);
+}
+
+TEST(Router, PowerOfTwoTakesTheLessLoadedOfTwoDistinctDraws) {
+  Router r(config(Policy::kPowerOfTwo));
+  std::vector<int> load{0, 100, 100, 100};
+  // Replica 0 wins whenever it is drawn; three of the six pairs hold it, so about half the picks.
+  int zero = 0;
+  std::set<int> seen;
+  for (int i = 0; i < 600; ++i) {
+    const int x = r.pick(Chain{1}, "", load, {}).replica;
+    zero += x == 0;
+    seen.insert(x);
+  }
+  EXPECT_GT(zero, 240);
+  EXPECT_LT(zero, 360);
+  EXPECT_EQ(seen.size(), 4u) << "two busy replicas drawn together: the first drawn";
+  Router one(config(Policy::kPowerOfTwo, 1));
+  std::vector<int> single{3};
+  EXPECT_EQ(one.pick(Chain{1}, "", single, {}).replica, 0);
 }
 
 TEST(Router, PreciseWeighsPrefillAgainstLoad) {
