@@ -4,7 +4,7 @@
 // same error as one whole feed; an error is one printable line. The same bytes as
 // `cmax endpoint bench --header` and `--extra-body`: an accepted header has a non-empty name
 // without CR or LF; an accepted extra body is a JSON object without the keys cmax sets. The same
-// bytes as an engine's /metrics (loadgen/server_metrics.h).
+// bytes as an engine's /metrics (loadgen/server_metrics.h) and as a prompt file (prompt_file.h).
 
 #include <cstddef>
 #include <cstdint>
@@ -17,6 +17,7 @@
 
 #include "loadgen/http1_decoder.h"
 #include "loadgen/runner.h"
+#include "loadgen/prompt_file.h"
 #include "loadgen/server_metrics.h"
 
 namespace {
@@ -78,6 +79,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   check(m.queries.has_value() == m.hits.has_value());
   if (m.queries) check(std::isfinite(*m.queries) && std::isfinite(*m.hits));
   if (m.sglang_hit_rate) check(std::isfinite(*m.sglang_hit_rate));
+  // And as a prompt file (`--prompts`): what it reads has a message with a role in every entry.
+  if (auto f = cmax::loadgen::parse_prompt_file(in)) {
+    check(!f->entries.empty() && (f->format == "sharegpt" || f->format == "jsonl"));
+    for (const auto& e : f->entries) {
+      check(!e.messages.empty());
+      for (const auto& m : e.messages) check(!m.role.empty());
+    }
+  }
   const auto whole = decode(in, in.size() ? in.size() : 1, eof);
   const auto split = decode(in, piece, eof);
   check(whole.state == split.state);

@@ -36,6 +36,7 @@
 #include "loadgen/http_client.h"
 #include "loadgen/metrics.h"
 #include "loadgen/pricing.h"
+#include "loadgen/prompt_file.h"
 #include "loadgen/runner.h"
 #include "loadgen/server_metrics.h"
 #include "loadgen/workload.h"
@@ -69,6 +70,7 @@ struct BenchFlags {
   std::string session_header;        ///< --session-header NAME: the session id in this header
   // workload
   std::string trace;
+  std::string prompts;  ///< --prompts FILE: ShareGPT JSON or JSONL (loadgen/prompt_file.h)
   bool multiturn = false, fixed = false;
   MultiTurnConfig mt;
   FixedConfig fx;
@@ -503,8 +505,8 @@ int run_bench_cmd(BenchFlags& f) {
   TransportKind transport;
   if (!transport_from_name(f.transport, transport))
     return usage(fmt::format("--transport {}: use auto, native or curl", f.transport));
-  if (int(!f.trace.empty()) + int(f.multiturn) + int(f.fixed) > 1)
-    return usage("give one workload: a trace file, --multiturn or --fixed");
+  if (int(!f.trace.empty()) + int(f.multiturn) + int(f.fixed) + int(!f.prompts.empty()) > 1)
+    return usage("give one workload: a trace file, --multiturn, --fixed or --prompts FILE");
   if (int(!f.concurrency.empty()) + int(f.rate > 0) + int(f.trace_timestamps) > 1)
     return usage("give one schedule: --concurrency, --rate or --trace-timestamps");
   if (f.trace_timestamps && f.trace.empty()) return usage("--trace-timestamps needs a trace file");
@@ -512,7 +514,8 @@ int run_bench_cmd(BenchFlags& f) {
     if (f.capacity != "concurrency" && f.capacity != "rate") return usage("--capacity: concurrency or rate");
     if (f.slo.ttft_ms <= 0 && f.slo.tpot_ms <= 0 && f.slo.e2e_ms <= 0)
       return usage("--capacity needs an SLO to meet: --slo-ttft-ms, --slo-tpot-ms or --slo-e2e-ms");
-    if (!f.trace.empty()) return usage("--capacity runs --fixed or --multiturn at each load; a trace brings its own");
+    if (!f.trace.empty() || !f.prompts.empty())
+      return usage("--capacity runs --fixed or --multiturn at each load; a trace or a prompt file is not repeated");
     if (!f.concurrency.empty() || f.rate > 0 || f.trace_timestamps)
       return usage("--capacity chooses the load itself: drop --concurrency, --rate and --trace-timestamps");
     if (!(f.capacity_attainment > 0 && f.capacity_attainment <= 1))
@@ -608,6 +611,23 @@ int run_bench_cmd(BenchFlags& f) {
     workload = mooncake_workload(*trace, mo);
     workload_kind = "mooncake";
     workload_source = f.trace;
+  } else if (!f.prompts.empty()) {
+    auto text = core::read_text_file(f.prompts, 1u << 30);
+    if (!text) return usage(text.error().message);
+    auto file = parse_prompt_file(*text);
+    if (!file) return usage(fmt::format("--prompts {}: {}", f.prompts, file.error().message));
+    for (const auto& w : file->warnings) warnings.push_back(fmt::format("--prompts {}: skipped {}", f.prompts, w));
+    if (file->skipped > file->warnings.size())
+      warnings.push_back(fmt::format("--prompts {}: {} entries skipped in all", f.prompts, file->skipped));
+    std::size_t n = f.max_requests;
+    if (!n && sched.kind == ScheduleKind::kConcurrency)
+      for (int level : sched.levels)
+        n += sched.requests_per_level ? sched.requests_per_level : std::max<std::size_t>(20, 4 * std::size_t(level));
+    const std::size_t entries = file->entries.size();
+    workload = prompt_file_workload(std::move(file->entries), n, f.fx.output_tokens, f.max_tokens);
+    workload_kind = file->format;
+    workload_source = fmt::format("{} ({} prompts{})", f.prompts, entries,
+                                  file->skipped ? fmt::format(", {} skipped", file->skipped) : std::string());
   } else if (f.fixed) {
     f.fx.seed = f.seed;
     if (f.shared_prefix_option && f.shared_prefix_option->count() > 0)
@@ -1025,6 +1045,10 @@ Runner setup_endpoint_bench(CLI::App& b) {
       b.add_option("--shared-prefix-tokens", f->shared_prefix_tokens,
                    "Tokens every request shares: --multiturn's system prompt (default 800); --fixed's prefix (default 0)");
   b.add_flag("--fixed", f->fixed, "Fixed input and output lengths");
+  b.add_option("--prompts", f->prompts,
+               "Prompts from a file, in order: ShareGPT (a JSON array of conversations: the first human turn is the "
+               "prompt, the reply's length the output) or JSONL with \"prompt\" (vLLM custom), \"text\" (AIPerf) or "
+               "\"messages\" per line, and \"output_tokens\" (else --output-tokens)");
   b.add_option("--input-tokens", f->fx.input_tokens, "--fixed: prompt tokens")->capture_default_str();
   b.add_option("--output-tokens", f->fx.output_tokens, "--fixed: max_tokens")->capture_default_str();
   b.add_option("--max-tokens", f->max_tokens, "Cap on each response's max_tokens (trace), or the reply length (--multiturn)");

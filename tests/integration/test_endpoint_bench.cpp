@@ -238,6 +238,23 @@ TEST(EndpointBench, WarmUpIsSentAndNotCountedAndTheCacheIsFlushedBeforeEachLevel
   for (const auto& l : b.bench["server_metrics"]["levels"]) EXPECT_LT(l["hit_rate"].get<double>(), 0.95) << l.dump();
 }
 
+// --prompts: a ShareGPT file as the dataset has it, replayed in order, each reply as long as the
+// conversation's own.
+TEST(EndpointBench, AShareGptFileIsReplayedWithItsOwnReplyLengths) {
+  ServeProcess serve({"--time-scale", "0"});
+  ASSERT_GT(serve.port(), 0) << serve.error();
+  const auto file = (fs::path(CMAX_SOURCE_DIR) / "tests/golden/prompt_files/sharegpt_dsOTKpn_0.json").string();
+  auto b = bench(serve.dir() / "run", {"--base-url", serve.base_url(), "--prompts", file, "--concurrency", "1",
+                                       "--ignore-eos"});
+  ASSERT_EQ(b.proc.exit_code, 0) << why(b);
+  EXPECT_EQ(b.bench["workload"]["kind"], "sharegpt");
+  ASSERT_EQ(b.requests.size(), 1u) << "one conversation, sent once";
+  EXPECT_GT(b.requests[0]["usage"]["completion_tokens"].get<int>(), 100);
+  auto bad = bench(serve.dir() / "bad", {"--base-url", serve.base_url(), "--prompts", "/dev/null"});
+  EXPECT_EQ(bad.proc.exit_code, 3);
+  EXPECT_NE(bad.proc.err.find("empty"), std::string::npos) << bad.proc.err;
+}
+
 TEST(EndpointBench, MooncakeReplayReportsMeasuredAndTheoreticalHitRates) {
   ServeProcess serve({"--replicas", "2", "--time-scale", "0", "--cache-blocks", "100000"});
   ASSERT_GT(serve.port(), 0) << serve.error();
