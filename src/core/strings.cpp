@@ -99,4 +99,10 @@ std::string one_line(std::string_view s, std::size_t max_chars) {
   return clip(out, max_chars);
 }
 
+std::string_view url_origin(std::string_view url) {
+  const auto scheme = url.find("://");
+  const auto start = scheme == std::string_view::npos ? 0 : scheme + 3;
+  return url.substr(0, url.find('/', start));
+}
+
 }  // namespace cmax::core

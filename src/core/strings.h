@@ -27,6 +27,10 @@ std::optional<KeyValue> parse_key_value(std::string_view line, char sep = '=');
 /// The value with one layer of matching single or double quotes removed.
 std::string_view unquote(std::string_view s);
 
+/// A URL's scheme://host[:port] ("https://a.b:8443" of "https://a.b:8443/v1/x"); without a scheme,
+/// everything before the first '/'.
+std::string_view url_origin(std::string_view url);
+
 /// ASCII lower-case copy.
 std::string to_lower(std::string_view s);
 

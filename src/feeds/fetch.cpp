@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/clock.h"
+#include "core/strings.h"
 #include "feeds/amd_bulletin.h"
 
 namespace cmax::feeds {
@@ -33,11 +34,7 @@ struct Unreachable {
   std::set<std::string> hosts;
 };
 
-std::string host_of(const std::string& url) {
-  auto scheme = url.find("://");
-  auto start = scheme == std::string::npos ? 0 : scheme + 3;
-  return url.substr(0, url.find('/', start));
-}
+std::string host_of(const std::string& url) { return std::string(core::url_origin(url)); }
 
 Result<Reply> request(const std::string& url, const FetchOptions& o, const std::string& post_json = {},
                       Unreachable* down = nullptr) {

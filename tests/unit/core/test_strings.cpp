@@ -36,3 +36,10 @@ TEST(Clock, FormatsUtc) {
   EXPECT_EQ(format_utc(c.now()), "2026-12-02T12:21:22Z");
   EXPECT_EQ(format_utc_compact(c.now()), "20261202T122122Z");
 }
+
+TEST(Strings, UrlOriginIsSchemeHostAndPort) {
+  EXPECT_EQ(url_origin("https://a.b:8443/v1/x"), "https://a.b:8443");
+  EXPECT_EQ(url_origin("http://127.0.0.1:8000/v1"), "http://127.0.0.1:8000");
+  EXPECT_EQ(url_origin("http://host"), "http://host");
+  EXPECT_EQ(url_origin("host/path"), "host");
+}
