@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/json_fields.h"
 #include "endpoint/openai_tokenize.h"
 
 namespace cmax::loadgen {
@@ -16,11 +17,6 @@ constexpr std::size_t kMaxWarnings = 5;
 void skip(PromptFile& f, std::string why) {
   ++f.skipped;
   if (f.warnings.size() < kMaxWarnings) f.warnings.push_back(std::move(why));
-}
-
-std::string text_of(const json& o, const char* key) {
-  auto it = o.find(key);
-  return it != o.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
 std::uint32_t output_of(const json& o) {
@@ -36,7 +32,7 @@ void read_sharegpt(const json& all, PromptFile& f) {
   f.format = "sharegpt";
   for (std::size_t i = 0; i < all.size(); ++i) {
     const json& c = all[i];
-    const std::string id = c.is_object() ? text_of(c, "id") : std::string();
+    const std::string id = core::string_field(c, "id");
     const std::string name = id.empty() ? fmt::format("entry {}", i + 1) : fmt::format("entry {} ({})", i + 1, id);
     auto turns = c.is_object() ? c.find("conversations") : c.end();
     if (!c.is_object() || turns == c.end() || !turns->is_array() || turns->size() < 2) {
@@ -49,8 +45,8 @@ void read_sharegpt(const json& all, PromptFile& f) {
       skip(f, fmt::format("{}: a turn is not an object", name));
       continue;
     }
-    const std::string from = text_of(first, "from");
-    const std::string prompt = text_of(first, "value"), reply = text_of(second, "value");
+    const std::string from = core::string_field(first, "from");
+    const std::string prompt = core::string_field(first, "value"), reply = core::string_field(second, "value");
     if ((from != "human" && from != "user") || prompt.empty()) {
       skip(f, fmt::format("{}: the first turn is not a human's with a \"value\"", name));
       continue;
@@ -80,8 +76,8 @@ void read_jsonl(std::string_view text, PromptFile& f) {
     e.output_tokens = output_of(o);
     if (auto m = o.find("messages"); m != o.end() && m->is_array() && !m->empty()) {
       for (const auto& msg : *m) {
-        const std::string role = msg.is_object() ? text_of(msg, "role") : std::string();
-        const std::string content = msg.is_object() ? text_of(msg, "content") : std::string();
+        const std::string role = core::string_field(msg, "role");
+        const std::string content = core::string_field(msg, "content");
         if (role.empty()) {
           e.messages.clear();
           break;
@@ -89,8 +85,8 @@ void read_jsonl(std::string_view text, PromptFile& f) {
         e.messages.push_back(Message{role, content});
       }
     } else {
-      std::string p = text_of(o, "prompt");
-      if (p.empty()) p = text_of(o, "text");
+      std::string p = core::string_field(o, "prompt");
+      if (p.empty()) p = core::string_field(o, "text");
       if (!p.empty()) e.messages.push_back(Message{"user", std::move(p)});
     }
     if (e.messages.empty()) {
