@@ -109,7 +109,7 @@ struct BenchFlags {
   std::size_t capacity_requests = 0;  ///< per measurement; 0: max(50, 4 x concurrency) or max(20, 5 s of the rate)
 };
 
-// A GET or a whole POST, collected; for the preflight.
+// A GET or a whole POST, collected: the preflight, the server's /metrics, its cache flush.
 struct Collect final : ExchangeHandler {
   std::string body;
   TransferResult result;
@@ -121,6 +121,14 @@ struct Collect final : ExchangeHandler {
   void on_done(const TransferResult& r) override {
     result = r;
     done = true;
+  }
+  /// Polls `engine` until the exchange is done, `timeout` has passed or g_stop is set; what is
+  /// still running then is canceled. Returns done.
+  bool wait(HttpEngine& engine, std::chrono::milliseconds timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (!done && std::chrono::steady_clock::now() < deadline && !g_stop.load()) engine.poll(std::chrono::milliseconds(20));
+    if (!done) engine.cancel_all();
+    return done;
   }
 };
 
@@ -140,12 +148,7 @@ class MetricsScraper {
     if (!engine_ || gave_up_) return std::nullopt;
     Collect c;
     engine_->get("/metrics", &c);
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-    while (!c.done && std::chrono::steady_clock::now() < deadline) engine_->poll(std::chrono::milliseconds(20));
-    if (!c.done) {
-      engine_->cancel_all();
-      return give_up(fmt::format("GET {}/metrics: no answer within 5 s", origin_));
-    }
+    if (!c.wait(*engine_, std::chrono::seconds(5))) return give_up(fmt::format("GET {}/metrics: no answer within 5 s", origin_));
     if (c.result.transport != ErrorClass::kNone)
       return give_up(fmt::format("GET {}/metrics: {}", origin_, c.result.detail));
     if (c.result.http_status != 200)
@@ -167,10 +170,7 @@ class MetricsScraper {
     static const std::string kEmpty = "{}";
     Collect c;
     engine_->post(path, kEmpty, false, &c);
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (!c.done && std::chrono::steady_clock::now() < deadline) engine_->poll(std::chrono::milliseconds(20));
-    if (!c.done) {
-      engine_->cancel_all();
+    if (!c.wait(*engine_, std::chrono::seconds(10))) {
       detail = "no answer within 10 s";
       return 0;
     }
@@ -192,14 +192,6 @@ class MetricsScraper {
   std::unique_ptr<HttpEngine> engine_;
   bool gave_up_ = false;
 };
-
-// scheme://host[:port] of a URL ("" when it has no scheme).
-std::string url_origin(std::string_view url) {
-  const auto scheme = url.find("://");
-  if (scheme == std::string_view::npos) return {};
-  const auto path = url.find('/', scheme + 3);
-  return std::string(url.substr(0, path));
-}
 
 // One level's server-side accounting, as bench.json's server_metrics.levels[] holds it.
 json server_level_json(const std::optional<EngineCacheMetrics>& before, const std::optional<EngineCacheMetrics>& after,
@@ -254,11 +246,7 @@ Result<std::pair<std::string, std::string>> load_api_key(const BenchFlags& f) {
 Result<std::string> preflight(HttpEngine& engine, const BenchFlags& f, std::vector<std::string>& warnings) {
   Collect c;
   engine.get("/models", &c);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(long(f.connect_timeout_s * 1000)) +
-                        std::chrono::seconds(10);
-  while (!c.done && std::chrono::steady_clock::now() < deadline && !g_stop.load()) engine.poll(std::chrono::milliseconds(50));
-  if (!c.done) {
-    engine.cancel_all();
+  if (!c.wait(engine, std::chrono::milliseconds(long(f.connect_timeout_s * 1000)) + std::chrono::seconds(10))) {
     return fail("GET {}/models: no answer within {} s; is the endpoint up? (--no-preflight skips this check)",
                 f.base_url, f.connect_timeout_s + 10);
   }
@@ -620,9 +608,7 @@ int run_bench_cmd(BenchFlags& f) {
     if (file->skipped > file->warnings.size())
       warnings.push_back(fmt::format("--prompts {}: {} entries skipped in all", f.prompts, file->skipped));
     std::size_t n = f.max_requests;
-    if (!n && sched.kind == ScheduleKind::kConcurrency)
-      for (int level : sched.levels)
-        n += sched.requests_per_level ? sched.requests_per_level : std::max<std::size_t>(20, 4 * std::size_t(level));
+    if (!n && sched.kind == ScheduleKind::kConcurrency) n = requests_in_sweep(sched);
     const std::size_t entries = file->entries.size();
     workload = prompt_file_workload(std::move(file->entries), n, f.fx.output_tokens, f.max_tokens);
     workload_kind = file->format;
@@ -635,12 +621,8 @@ int run_bench_cmd(BenchFlags& f) {
     if (f.max_requests) {
       f.fx.requests = f.max_requests;
     } else if (sched.kind == ScheduleKind::kConcurrency) {
-      // Enough for every level (--requests-per-level, or the runner's default per level), not a
-      // fixed 100 that would cut the sweep short.
-      std::size_t total = 0;
-      for (int level : sched.levels)
-        total += sched.requests_per_level ? sched.requests_per_level : std::max<std::size_t>(20, 4 * std::size_t(level));
-      f.fx.requests = total;
+      // Enough for every level, not a fixed 100 that would cut the sweep short.
+      f.fx.requests = requests_in_sweep(sched);
     }
     if (f.max_tokens) f.fx.output_tokens = f.max_tokens;
     workload = fixed_workload(f.fx);
@@ -747,7 +729,7 @@ int run_bench_cmd(BenchFlags& f) {
   }
   if (!f.capacity.empty()) return run_capacity(f, **engine, rc, hooks, dir, warnings);
   std::optional<MetricsScraper> scraper;
-  if (!f.no_server_metrics || f.flush_cache) scraper.emplace(cc, url_origin(f.base_url));
+  if (!f.no_server_metrics || f.flush_cache) scraper.emplace(cc, std::string(core::url_origin(f.base_url)));
   const json warmup = f.warmup ? run_warmup(f, **engine, rc) : json(nullptr);
   std::vector<std::optional<EngineCacheMetrics>> scraped_before, scraped_after;
   json flushes = json::array();

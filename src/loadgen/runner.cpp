@@ -366,8 +366,7 @@ RunResult Runner::run() {
     const int level = levels[li];
     std::size_t phase_quota = max_requests > issued_ ? max_requests - issued_ : 0;
     if (s.kind == ScheduleKind::kConcurrency) {
-      const std::size_t per = s.requests_per_level ? s.requests_per_level : std::max<std::size_t>(20, 4 * std::size_t(level));
-      phase_quota = std::min(phase_quota, per);
+      phase_quota = std::min(phase_quota, requests_at_level(s, level));
       phase_ = fmt::format("c={}", level);
     } else if (s.kind == ScheduleKind::kRate) {
       phase_ = fmt::format("rate {}/s", s.rate_per_s);
@@ -530,6 +529,16 @@ std::string request_body(const RequestSpec& spec, const RunConfig& config) {
   if (config.session_user && spec.session != 0) j["user"] = session_id(spec, config);
   if (!config.extra_body.empty()) j.update(json::parse(config.extra_body));  // checked by parse_extra_body
   return j.dump();
+}
+
+std::size_t requests_at_level(const Schedule& s, int level) {
+  return s.requests_per_level ? s.requests_per_level : std::max<std::size_t>(20, 4 * static_cast<std::size_t>(level));
+}
+
+std::size_t requests_in_sweep(const Schedule& s) {
+  std::size_t total = 0;
+  for (int level : s.levels) total += requests_at_level(s, level);
+  return total;
 }
 
 std::string session_id(const RequestSpec& spec, const RunConfig& config) {

@@ -32,6 +32,11 @@ struct Schedule {
   int max_inflight = 1000;                ///< rate and trace: more wait in the client's queue (measured)
 };
 
+/// Requests a concurrency level sends: requests_per_level, else max(20, 4 x level). Pure.
+std::size_t requests_at_level(const Schedule& s, int level);
+/// The sum of that over the schedule's levels: what a concurrency sweep sends in all. Pure.
+std::size_t requests_in_sweep(const Schedule& s);
+
 struct RunConfig {
   std::string model;
   endpoint::Api api = endpoint::Api::kChat;
