@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "audit/parse/dpkg_status.h"
+#include "audit/parse/health_check.h"
 #include "audit/parse/kv_conf.h"
 #include "audit/parse/nvidia_version.h"
 #include "audit/parse/os_release.h"
@@ -18,6 +19,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::string_view in(reinterpret_cast<const char*>(data), size);
   (void)cmax::audit::parse_dpkg_status(in);
   (void)cmax::audit::parse_os_release(in);
+  (void)cmax::audit::parse_health_check_states(in).describe();
+  if (auto actions = cmax::audit::classify_health_script(in)) {
+    if (actions->drains != (actions->drain_line > 0) || actions->resumes != (actions->resume_line > 0)) __builtin_trap();
+  }
   (void)cmax::audit::kernel_package_version(in, in);
   (void)cmax::audit::parse_nvidia_version(in);
   (void)cmax::audit::parse_kv_conf(in);

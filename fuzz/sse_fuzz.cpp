@@ -10,7 +10,10 @@
 //   - on every event's data and on the raw stream, parse_stream_data / parse_completion_body give
 //     exactly what chunk.cpp's nlohmann-only reader gives (the fast path is exact), error messages
 //     are one line, counts are in range, content is UTF-8;
-//   - error_body_message is at most 300 bytes, one line, UTF-8.
+//   - error_body_message is at most 300 bytes, one line, UTF-8;
+//   - the Messages API reader (loadgen/messages_chunk.h), over the stream's events with one usage
+//     accumulator and on the raw stream as a body: the same bounds, errors on one line, and a
+//     usage whose prompt holds its cached and written tokens.
 
 #include <charconv>
 #include <cstddef>
@@ -22,6 +25,7 @@
 
 #include "loadgen/chunk.h"
 #include "loadgen/chunk_reference.h"
+#include "loadgen/messages_chunk.h"
 #include "loadgen/sse.h"
 
 namespace {
@@ -215,6 +219,25 @@ void chunks(std::string_view text) {
   check(one_line(error_body_message(text)));
 }
 
+void messages(const std::vector<Ev>& events, std::string_view raw) {
+  for (bool want_text : {false, true}) {
+    MessagesUsage acc;
+    for (const Ev& e : events) {
+      const auto r = parse_messages_event(e.event, e.data, want_text, acc);
+      if (!r) {
+        check(r.error().message.find('\n') == std::string::npos && valid_utf8(r.error().message));
+        continue;
+      }
+      check_info(r, want_text);
+      const Usage& u = r->usage;
+      if (u.present) check(u.prompt_tokens >= u.cached_tokens + u.cache_creation_tokens);
+    }
+    const auto body = parse_messages_body(raw, want_text);
+    if (body) check_info(body, want_text);
+    else check(body.error().message.find('\n') == std::string::npos && valid_utf8(body.error().message));
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -248,5 +271,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 
   for (const Ev& e : whole.events) chunks(e.data);
   chunks(s);
+  messages(whole.events, s);
   return 0;
 }

@@ -8,24 +8,29 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <random>
 #include <sstream>
 #include <thread>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "apps/cmax/command.h"
 #include "audit/audit.h"
+#include "audit/parse/health_check.h"
 #include "core/clock.h"
 #include "core/process.h"
 #include "core/strings.h"
+#include "core/text_file.h"
 #include "drill/inject.h"
 #include "drill/reservation_restore.h"
 #include "signals/drill_marker.h"
 #include "sched/slurm_reservation.h"
 #include "drill/scenario.h"
 #include "drill/slurm_objects.h"
+#include "drill/stuck.h"
 #include "drill/timeline.h"
 #include "drill/watch.h"
 #include "report/run_dir.h"
@@ -256,6 +261,45 @@ json detector_of(const std::vector<drill::Observation>& seen, const sched::NodeS
   return {{"by", "none"}, {"owner", nullptr}, {"reason", ""}};
 }
 
+// Why an awaited stage did not complete (drill/stuck.h): the node as last seen, the controller's
+// health-check setup (scontrol show config), the program itself when it is on this host, the
+// node's slurmd log when the node is this machine, and the reservations holding it. Read once the
+// watch has given up; reads only.
+json stuck_report(const sched::SlurmOptions& so, const std::string& stage, const sched::NodeState& node, bool local,
+                  const std::vector<sched::Reservation>& reservations) {
+  drill::StuckEvidence ev;
+  ev.stage = stage;
+  ev.node = node;
+  auto config_text = sched::run_scontrol(so, {so.scontrol, "show", "config"}, 4u << 20);
+  std::map<std::string, std::string, std::less<>> config;
+  if (config_text) config = drill::parse_scontrol_config(*config_text);
+  ev.setup = drill::remediation_setup(config);
+  if (!ev.setup.health_check_program.empty()) {
+    auto text = core::read_text_file(ev.setup.health_check_program, 1u << 20);
+    if (!text) ev.setup.program_note = fmt::format("not read here ({})", text.error().message);
+    else if (auto a = audit::classify_health_script(*text)) ev.setup.program = *a;
+    else ev.setup.program_note = "not a script: what it does to the node is not read";
+  }
+  if (local) {
+    // SlurmdLogFile may name the node (%n) or the host (%h).
+    auto it = config.find("SlurmdLogFile");
+    std::string log = it == config.end() ? std::string() : it->second;
+    for (std::string_view pat : {"%n", "%h"})
+      for (auto at = log.find(pat); at != std::string::npos; at = log.find(pat)) log.replace(at, 2, node.name);
+    if (!log.empty() && log != "(null)")
+      if (auto text = core::read_text_file(log, 64u << 20)) ev.health_check_log = drill::health_check_log_lines(*text);
+  }
+  for (const auto& r : reservations)
+    if (r.contains(node.name))
+      ev.reservations.push_back(r.flags.empty() ? r.name : fmt::format("{} ({})", r.name, fmt::join(r.flags, ",")));
+  const auto d = drill::diagnose_stuck(ev);
+  return {{"stage", d.stage},
+          {"evidence", d.evidence},
+          {"loop", d.loop.empty() ? json(nullptr) : json(d.loop)},
+          {"next", d.next},
+          {"config_read", ev.setup.config_read}};
+}
+
 int run_drill(const DrillFlags& f0) {
   DrillFlags f = f0;
   if (f.drill_id.empty()) f.drill_id = new_drill_id();
@@ -478,6 +522,21 @@ int run_drill(const DrillFlags& f0) {
     node_json["max_uncertainty_ms"] = worst_uncertainty;
     node_json["after"] = seen.empty() ? json(nullptr) : state_json(seen.back().target);
     node_json["detector"] = detector_of(seen, before[i], f.provider_runs_cmax);
+    if (!f.kubernetes()) {
+      std::string stuck;
+      for (const auto& st : *stages) {
+        const bool awaited = st.stage == drill::Stage::kDrained ||
+                             (st.stage == drill::Stage::kReplaced && wo.watches_replacement()) ||
+                             (st.stage == drill::Stage::kReturned && f.wait_return);
+        if (awaited && !st.reached && st.verdict != drill::Verdict::kSkipped) {
+          stuck = st.name;
+          break;
+        }
+      }
+      if (!stuck.empty())
+        node_json["stuck"] = stuck_report(slurm_options, stuck, seen.empty() ? before[i] : seen.back().target,
+                                          is_local(node), reservations);
+    }
     // A drill on this machine ends its lines at once; one through srun ends them at cleanup (the
     // node is drained now, so no srun reaches it).
     if (is_local(node)) node_json["end_marker"] = write_end_marker(f, node, true, node_reservation);
@@ -511,6 +570,12 @@ int run_drill(const DrillFlags& f0) {
       }
       if (!n["after"].is_null())
         fmt::print("  now: {} {}\n", n["after"]["state"].get<std::string>(), n["after"]["reason"].get<std::string>());
+      if (const auto& stuck = n.value("stuck", json()); stuck.is_object()) {
+        fmt::print("  stuck before \"{}\":\n", stuck["stage"].get<std::string>());
+        for (const auto& e : stuck["evidence"]) fmt::print("    {}\n", e.get<std::string>());
+        if (!stuck["loop"].is_null()) fmt::print("  loop: {}\n", stuck["loop"].get<std::string>());
+        fmt::print("  next: {}\n", stuck["next"].get<std::string>());
+      }
       if (const auto& d = n["detector"]; d.is_object() && d.value("by", "none") != "none")
         fmt::print("  detected by {}{}\n", d["by"].get<std::string>(),
                    d["owner"] == "rater" ? " (started by the rater, not the provider's: not credited to the provider; "

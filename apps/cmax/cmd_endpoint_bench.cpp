@@ -28,6 +28,7 @@
 #include "core/clock.h"
 #include "core/strings.h"
 #include "core/text_file.h"
+#include "endpoint/anthropic_protocol.h"
 #include "endpoint/simulate.h"
 #include "endpoint/trace.h"
 #include "loadgen/capacity.h"
@@ -64,6 +65,8 @@ struct BenchFlags {
   bool no_stream = false, no_usage = false, ignore_eos = false;
   std::string http = "auto", ca_file, transport = "auto";
   std::string api_key_env = "OPENAI_API_KEY", api_key_file;
+  CLI::Option* api_key_env_option = nullptr;  // --api messages reads ANTHROPIC_API_KEY unless it is given
+  bool no_cache_control = false;              ///< --no-cache-control: Messages API turns carry no cache mark
   std::vector<std::string> headers;  ///< --header "Name: value", sent on every request
   std::string extra_body;            ///< --extra-body JSON object merged into every request body
   bool session_user = false;         ///< --session-user: the session id in the body's `user`
@@ -487,7 +490,10 @@ int run_bench_cmd(BenchFlags& f) {
   endpoint::Api api;
   if (f.api == "chat") api = endpoint::Api::kChat;
   else if (f.api == "completions") api = endpoint::Api::kCompletions;
-  else return usage(fmt::format("--api {}: use chat or completions", f.api));
+  else if (f.api == "messages") api = endpoint::Api::kMessages;
+  else return usage(fmt::format("--api {}: use chat, completions or messages", f.api));
+  if (api == endpoint::Api::kMessages && (f.api_key_env_option == nullptr || f.api_key_env_option->count() == 0))
+    f.api_key_env = "ANTHROPIC_API_KEY";
   HttpVersion http;
   if (!http_version_from_name(f.http, http)) return usage(fmt::format("--http {}: use 1.1, 2 or auto", f.http));
   TransportKind transport;
@@ -532,6 +538,7 @@ int run_bench_cmd(BenchFlags& f) {
     rc.extra_body = *extra;
   }
   rc.api = api;
+  rc.cache_breakpoint = !f.no_cache_control;
   rc.stream = !f.no_stream;
   rc.include_usage = !f.no_usage;
   rc.ignore_eos = f.ignore_eos;
@@ -674,6 +681,14 @@ int run_bench_cmd(BenchFlags& f) {
   cc.coalesce_from = f.coalesce_from;
   cc.ca_file = f.ca_file;
   cc.extra_headers.insert(cc.extra_headers.end(), f.headers.begin(), f.headers.end());
+  if (api == endpoint::Api::kMessages) {
+    // Anthropic's own: the key in x-api-key, and the API version every request must name.
+    cc.api_key_header = "x-api-key";
+    const bool has_version = std::any_of(header_names.begin(), header_names.end(), [](const std::string& n) {
+      return n.size() == 17 && core::contains_icase(n, "anthropic-version");
+    });
+    if (!has_version) cc.extra_headers.push_back(fmt::format("anthropic-version: {}", endpoint::kAnthropicVersion));
+  }
   cc.connect_timeout = std::chrono::milliseconds(long(f.connect_timeout_s * 1000));
   cc.request_timeout = std::chrono::milliseconds(long(f.timeout_s * 1000));
   cc.stall_timeout = std::chrono::seconds(long(std::max(1.0, f.stall_timeout_s)));
@@ -870,9 +885,14 @@ int run_bench_cmd(BenchFlags& f) {
       const bool responses_say = !l["responses_hit_rate"].is_null() && l["responses_hit_rate"].get<double>() > 0;
       if ((server_hits || sglang_hits) && !responses_say) {
         warnings.push_back(
-            "the server's /metrics count prefix-cache hits, but its responses report no cached tokens: the hit rate "
-            "and the bill here assume none. Start vLLM with --enable-prompt-tokens-details, SGLang with "
-            "--enable-cache-report");
+            rc.api == endpoint::Api::kMessages
+                ? "the server's /metrics count prefix-cache hits, but its /messages responses report no cached tokens: "
+                  "the hit rate and the bill here assume none. vLLM's /v1/messages writes input_tokens and "
+                  "output_tokens only, whatever its flags; measure the hit rate with --api chat (vLLM with "
+                  "--enable-prompt-tokens-details)"
+                : "the server's /metrics count prefix-cache hits, but its responses report no cached tokens: the hit "
+                  "rate and the bill here assume none. Start vLLM with --enable-prompt-tokens-details, SGLang with "
+                  "--enable-cache-report");
         j["warnings"] = warnings;
         break;
       }
@@ -964,7 +984,14 @@ Runner setup_endpoint_bench(CLI::App& b) {
   b.add_option("--base-url", f->base_url, "The API base")->capture_default_str();
   b.add_option("--model", f->model, "Model name (default: the first the endpoint lists)");
   b.add_option("--provider", f->provider, "Label for reports and the price sheet entry (default: none)");
-  b.add_option("--api", f->api, "chat or completions")->capture_default_str();
+  b.add_option("--api", f->api,
+               "chat or completions (OpenAI's /chat/completions, /completions), or messages (Anthropic's /messages: "
+               "x-api-key from ANTHROPIC_API_KEY, anthropic-version 2023-06-01, system messages on top, the session "
+               "id in metadata.user_id, cache_read_input_tokens read as the cached count)")
+      ->capture_default_str();
+  b.add_flag("--no-cache-control", f->no_cache_control,
+             "--api messages: do not mark the last turn cache_control ephemeral (Anthropic caches only up to a mark; "
+             "servers that cache prefixes themselves ignore it)");
   b.add_flag("--no-stream", f->no_stream, "Ask for whole responses (TTFT is then the whole response time)");
   b.add_flag("--no-usage", f->no_usage, "Do not send stream_options.include_usage (then no cached-token count)");
   b.add_flag("--ignore-eos", f->ignore_eos, "Send vLLM's ignore_eos: every response max_tokens long");
@@ -1017,7 +1044,9 @@ Runner setup_endpoint_bench(CLI::App& b) {
   b.add_option("--coalesce-from", f->coalesce_from, "In-flight requests from which --wake-interval-us applies")
       ->check(CLI::Range(1, 1000000))->capture_default_str();
   b.add_option("--ca-file", f->ca_file, "TLS trust anchors (PEM) instead of the system's");
-  b.add_option("--api-key-env", f->api_key_env, "Environment variable holding the API key")->capture_default_str();
+  f->api_key_env_option =
+      b.add_option("--api-key-env", f->api_key_env, "Environment variable holding the API key (--api messages: ANTHROPIC_API_KEY)")
+          ->capture_default_str();
   b.add_option("--api-key-file", f->api_key_file, "File holding the API key (wins over --api-key-env)");
   b.add_flag("--multiturn", f->multiturn, "Multi-turn sessions over a shared system prompt (the default workload)");
   b.add_option("--sessions", f->mt.sessions, "--multiturn: sessions")->check(CLI::Range(1, 10000000))->capture_default_str();

@@ -110,6 +110,15 @@ json finish_or_null(std::string_view finish_reason) {
 
 }  // namespace
 
+std::string_view api_name(Api api) {
+  switch (api) {
+    case Api::kCompletions: return "completions";
+    case Api::kMessages: return "messages";
+    case Api::kChat: break;
+  }
+  return "chat";
+}
+
 bool cache_fields_from_name(std::string_view name, CacheFields& out) {
   if (name == "openai") out = CacheFields::kOpenAi;
   else if (name == "anthropic") out = CacheFields::kAnthropic;

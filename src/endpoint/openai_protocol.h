@@ -10,8 +10,11 @@
 
 namespace cmax::endpoint {
 
-/// Which API a request came in on.
-enum class Api { kChat, kCompletions };
+/// Which API a request came in on: OpenAI's chat or completions, or Anthropic's Messages
+/// (endpoint/anthropic_protocol.h).
+enum class Api { kChat, kCompletions, kMessages };
+/// "chat", "completions", "messages".
+std::string_view api_name(Api api);
 
 /// Which providers' cache fields the usage object carries. OpenAI's
 /// prompt_tokens_details.cached_tokens is there but with kNone (vLLM without

@@ -24,6 +24,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/clock.h"
+#include "endpoint/anthropic_protocol.h"
 #include "endpoint/openai_tokenize.h"
 #include "endpoint/prefix_cache.h"
 #include "endpoint/worker_api.h"
@@ -134,7 +135,7 @@ std::int64_t mono_ns(std::chrono::steady_clock::time_point t) {
 }
 
 enum class Route {
-  kModels, kModel, kChat, kCompletions, kStats, kRequests, kHealth,
+  kModels, kModel, kChat, kCompletions, kMessages, kStats, kRequests, kHealth,
   // What a router or a scraper asks an engine (endpoint/worker_api.h).
   kServerInfo, kModelInfo, kGetLoad, kLoads, kMetrics, kFlushCache
 };
@@ -151,6 +152,7 @@ std::optional<RouteEntry> route_of(std::string_view path) {
   if (path.starts_with("/v1/models/") && path.size() > 11) return RouteEntry{"GET", Route::kModel};
   if (path == "/v1/chat/completions") return RouteEntry{"POST", Route::kChat};
   if (path == "/v1/completions") return RouteEntry{"POST", Route::kCompletions};
+  if (path == "/v1/messages") return RouteEntry{"POST", Route::kMessages};
   if (path == "/cmax/stats") return RouteEntry{"GET", Route::kStats};
   if (path == "/cmax/requests") return RouteEntry{"GET", Route::kRequests};
   if (path == "/health") return RouteEntry{"GET", Route::kHealth};
@@ -221,16 +223,21 @@ struct OpenAiServer::Impl {
     log.push_back(std::move(e));
   }
 
-  // Constant-time comparison of the bearer token, so its bytes cannot be found by timing.
+  // Constant-time comparison of the key, so its bytes cannot be found by timing: as a bearer
+  // token (OpenAI) or in x-api-key (Anthropic), either on any route.
   bool authorized(const httplib::Request& req) const {
     if (config.api_key.empty()) return true;
+    auto same = [&](std::string_view given) {
+      if (given.size() != config.api_key.size()) return false;
+      unsigned char diff = 0;
+      for (std::size_t i = 0; i < config.api_key.size(); ++i)
+        diff |= static_cast<unsigned char>(given[i] ^ config.api_key[i]);
+      return diff == 0;
+    };
     const auto h = req.get_header_value("Authorization");
     constexpr std::string_view kBearer = "Bearer ";
-    if (h.size() != kBearer.size() + config.api_key.size() || !std::string_view(h).starts_with(kBearer)) return false;
-    unsigned char diff = 0;
-    for (std::size_t i = 0; i < config.api_key.size(); ++i)
-      diff |= static_cast<unsigned char>(h[kBearer.size() + i] ^ config.api_key[i]);
-    return diff == 0;
+    if (std::string_view(h).starts_with(kBearer) && same(std::string_view(h).substr(kBearer.size()))) return true;
+    return req.has_header("x-api-key") && same(req.get_header_value("x-api-key"));
   }
 
   std::atomic<bool> stopping{false};
@@ -253,9 +260,15 @@ struct OpenAiServer::Impl {
     }
   }
 
-  void send_error(httplib::Response& res, const ApiError& e) {
+  // The error in the shape of the API the request came in on.
+  static std::string error_body_for(Api api, const ApiError& e) {
+    return api == Api::kMessages ? messages_error_body(e) : error_body(e);
+  }
+  static Api api_of_path(std::string_view path) { return path == "/v1/messages" ? Api::kMessages : Api::kChat; }
+
+  void send_error(httplib::Response& res, const ApiError& e, Api api = Api::kChat) {
     res.status = e.status;
-    res.set_content(error_body(e), "application/json");
+    res.set_content(error_body_for(api, e), "application/json");
     std::lock_guard lock(mu);
     ++stats.errors[e.status];
   }
@@ -270,7 +283,7 @@ struct OpenAiServer::Impl {
     svr.Options(".*", dispatch);
     // httplib's own errors (413 over --max-body-bytes, 400 unparsable request line) get
     // OpenAI-shaped bodies; responses a handler already wrote are left alone.
-    svr.set_error_handler(httplib::Server::HandlerWithResponse([this](const httplib::Request&, httplib::Response& res) {
+    svr.set_error_handler(httplib::Server::HandlerWithResponse([this](const httplib::Request& req, httplib::Response& res) {
       if (!res.body.empty() || res.is_chunked_content_provider_) return httplib::Server::HandlerResponse::Unhandled;
       ApiError e{res.status, "invalid_request_error", fmt::format("HTTP {} from cmax endpoint serve", res.status), "", ""};
       if (res.status == 413) {
@@ -278,12 +291,12 @@ struct OpenAiServer::Impl {
                                 config.max_body_bytes);
         e.code = "request_too_large";
       }
-      res.set_content(error_body(e), "application/json");
+      res.set_content(error_body_for(api_of_path(req.path), e), "application/json");
       std::lock_guard lock(mu);
       ++stats.errors[res.status];
       return httplib::Server::HandlerResponse::Handled;
     }));
-    svr.set_exception_handler([this](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+    svr.set_exception_handler([this](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
       std::string what = "internal error";
       try {
         if (ep) std::rethrow_exception(ep);
@@ -291,7 +304,8 @@ struct OpenAiServer::Impl {
         what = ex.what();
       } catch (...) {
       }
-      send_error(res, ApiError{500, "server_error", "cmax endpoint serve: " + what, "", "internal_error"});
+      send_error(res, ApiError{500, "server_error", "cmax endpoint serve: " + what, "", "internal_error"},
+                 api_of_path(req.path));
     });
   }
 
@@ -312,8 +326,9 @@ struct OpenAiServer::Impl {
     if (req.path.starts_with("/v1/") && !authorized(req)) {
       send_error(res, ApiError{401, "invalid_request_error",
                                "Incorrect API key provided. cmax endpoint serve was started with --api-key-file or "
-                               "--api-key-env; send it as Authorization: Bearer KEY.",
-                               "", "invalid_api_key"});
+                               "--api-key-env; send it as Authorization: Bearer KEY (or x-api-key: KEY).",
+                               "", "invalid_api_key"},
+                 api_of_path(req.path));
       return;
     }
     switch (r->route) {
@@ -363,6 +378,9 @@ struct OpenAiServer::Impl {
       case Route::kCompletions:
         complete(Api::kCompletions, req, res);
         return;
+      case Route::kMessages:
+        complete(Api::kMessages, req, res);
+        return;
     }
   }
 
@@ -392,14 +410,15 @@ struct OpenAiServer::Impl {
 
   void complete(Api api, const httplib::Request& req, httplib::Response& res) {
     const auto arrival = Clock::now();
-    auto parsed = parse_request(api, req.body, config.default_max_tokens);
+    auto parsed = api == Api::kMessages ? parse_messages_request(req.body)
+                                        : parse_request(api, req.body, config.default_max_tokens);
     if (auto* e = std::get_if<ApiError>(&parsed)) {
-      send_error(res, *e);
+      send_error(res, *e, api);
       return;
     }
     auto& creq = std::get<CompletionRequest>(parsed);
     if (creq.model != config.model) {
-      send_error(res, model_not_found(creq.model));
+      send_error(res, model_not_found(creq.model), api);
       return;
     }
     const auto tokens = creq.token_ids.empty() ? tokenize(creq.prompt) : creq.token_ids;
@@ -425,8 +444,9 @@ struct OpenAiServer::Impl {
         ++stats.fault_429;
         res.set_header("Retry-After", "0");
         res.status = 429;
-        res.set_content(error_body({429, "requests", "Rate limit reached (injected by cmax endpoint serve --fault-429-rate)",
-                                    "", "rate_limit_exceeded"}),
+        res.set_content(error_body_for(api, {429, "requests",
+                                             "Rate limit reached (injected by cmax endpoint serve --fault-429-rate)", "",
+                                             "rate_limit_exceeded"}),
                         "application/json");
         ++stats.errors[429];
         log_entry({"", api, creq.stream, 429, "429", mono_ns(arrival), 0, mono_ns(Clock::now()), 0, 0, 0,
@@ -436,7 +456,7 @@ struct OpenAiServer::Impl {
       if (f.rate_5xx > 0 && u01(rng) < f.rate_5xx) {
         ++stats.fault_5xx;
         res.status = 500;
-        res.set_content(error_body({500, "server_error",
+        res.set_content(error_body_for(api, {500, "server_error",
                                     "The server had an error while processing your request (injected by cmax "
                                     "endpoint serve --fault-5xx-rate)",
                                     "", "internal_error"}),
@@ -457,7 +477,8 @@ struct OpenAiServer::Impl {
                           std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(
                               scale > 0 ? std::max(0.0, plan->admission.first_token_s - now) * scale : 0.0));
       plan->per_token = std::chrono::duration<double>(scale > 0 ? plan->admission.per_token_s * scale : 0.0);
-      plan->meta.id = fmt::format("{}-cmax{:08x}", api == Api::kChat ? "chatcmpl" : "cmpl", next_id++);
+      plan->meta.id = api == Api::kMessages ? fmt::format("msg_cmax{:08x}", next_id++)
+                                            : fmt::format("{}-cmax{:08x}", api == Api::kChat ? "chatcmpl" : "cmpl", next_id++);
       ++stats.requests;
       stats.prompt_tokens += prompt_tokens;
       stats.cached_tokens += plan->admission.cached_tokens;
@@ -485,7 +506,9 @@ struct OpenAiServer::Impl {
       std::string text;
       for (std::uint32_t i = 0; i < plan->output_tokens; ++i) text += answer_token(plan->answer_seed, i);
       plan->first_write = Clock::now();
-      res.set_content(completion_body(plan->meta, text, plan->finish_reason, plan->usage), "application/json");
+      res.set_content(api == Api::kMessages ? message_body(plan->meta, text, plan->finish_reason, plan->usage)
+                                            : completion_body(plan->meta, text, plan->finish_reason, plan->usage),
+                      "application/json");
       end(*plan, plan->output_tokens, /*completed=*/true, /*dropped=*/false);
       return;
     }
@@ -499,7 +522,9 @@ struct OpenAiServer::Impl {
         "text/event-stream",
         [this, plan, sent, outcome](std::size_t, httplib::DataSink& sink) {
           auto write = [&](const std::string& s) { return sink.write(s.data(), s.size()); };
+          const bool messages = plan->meta.api == Api::kMessages;
           if (plan->meta.api == Api::kChat && !write(sse_event(chat_role_chunk(plan->meta)))) return false;
+          if (messages && !write(messages_stream_head(plan->meta, plan->usage))) return false;
           auto due = [&](std::uint32_t i) {
             return plan->first_token + std::chrono::duration_cast<Clock::duration>(plan->per_token * i);
           };
@@ -521,9 +546,13 @@ struct OpenAiServer::Impl {
                 break;
               }
               const bool last = i + n + 1 == plan->output_tokens;
-              batch += "data: ";
-              batch += content_chunk(plan->meta, answer_token(plan->answer_seed, i + n), last ? plan->finish_reason : "");
-              batch += "\n\n";
+              if (messages) {
+                batch += messages_text_event(answer_token(plan->answer_seed, i + n));
+              } else {
+                batch += "data: ";
+                batch += content_chunk(plan->meta, answer_token(plan->answer_seed, i + n), last ? plan->finish_reason : "");
+                batch += "\n\n";
+              }
               ++n;
             } while (i + n < plan->output_tokens && due(i + n) <= now);
             if (n > 0) {
@@ -541,8 +570,12 @@ struct OpenAiServer::Impl {
           // client. httplib runs the releaser only after the response is finished on the socket, so a
           // client that reads [DONE] and then asks /cmax/stats must not beat the accounting.
           std::string tail;
-          if (plan->meta.include_usage) tail = sse_event(usage_chunk(plan->meta, plan->usage));
-          tail += kSseDone;
+          if (messages) {
+            tail = messages_stream_tail(plan->meta, plan->finish_reason, plan->usage);
+          } else {
+            if (plan->meta.include_usage) tail = sse_event(usage_chunk(plan->meta, plan->usage));
+            tail += kSseDone;
+          }
           end(*plan, *sent, /*completed=*/true, /*dropped=*/false);
           *outcome = 3;  // accounted
           if (!write(tail)) return false;
@@ -582,7 +615,7 @@ struct OpenAiServer::Impl {
     out.reserve(log.size() * 300);
     for (const auto& e : log) {
       json j = {{"id", e.id},
-                {"api", e.api == Api::kChat ? "chat" : "completions"},
+                {"api", api_name(e.api)},
                 {"stream", e.stream},
                 {"status", e.status},
                 {"outcome", e.outcome},

@@ -1,5 +1,6 @@
 #include "loadgen/chunk.h"
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <cmath>
@@ -908,6 +909,8 @@ Result<ChunkInfo> parse_stream_data(std::string_view data, bool want_text) {
 Result<ChunkInfo> parse_completion_body(std::string_view body, bool want_text) {
   return parse_json(body, JsonDoc::kBody, want_text);
 }
+
+std::string one_line_utf8(std::string_view s, std::size_t max_bytes) { return one_line(s, std::max<std::size_t>(max_bytes, 3)); }
 
 std::string error_body_message(std::string_view body) {
   const auto j = nlohmann::json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);

@@ -37,4 +37,9 @@ Result<ChunkInfo> parse_completion_body(std::string_view body, bool want_text);
 /// {"message":...}), cut to one line of at most 300 bytes; the body itself (cut) when it is not JSON.
 std::string error_body_message(std::string_view body);
 
+/// `s` on one line of at most `max_bytes` (>= 3): whitespace runs and control bytes become one
+/// space, bytes that are not UTF-8 become '?', a cut never splits a character ("..." marks it).
+/// What every message of these readers quotes from a peer.
+std::string one_line_utf8(std::string_view s, std::size_t max_bytes);
+
 }  // namespace cmax::loadgen

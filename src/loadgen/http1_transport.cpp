@@ -73,7 +73,7 @@ class NativeTransport final : public Transport {
     epfd_ = ::epoll_create1(EPOLL_CLOEXEC);
     common_ = fmt::format("Host: {}\r\nUser-Agent: cmax-endpoint-bench\r\n", host_);
     for (const auto& h : config_.extra_headers) common_ += h + "\r\n";
-    if (!config_.api_key.empty()) common_ += "Authorization: Bearer " + config_.api_key + "\r\n";
+    if (!config_.api_key.empty()) common_ += api_key_line(config_) + "\r\n";
   }
   ~NativeTransport() override {
     cancel_all();

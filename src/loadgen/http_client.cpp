@@ -332,7 +332,7 @@ Result<std::unique_ptr<Transport>> make_curl_transport(const ClientConfig& confi
   auto add = [&](curl_slist*& list, std::initializer_list<std::string> lines) {
     for (const auto& l : lines) list = curl_slist_append(list, l.c_str());
     for (const auto& l : config.extra_headers) list = curl_slist_append(list, l.c_str());
-    if (!config.api_key.empty()) list = curl_slist_append(list, ("Authorization: Bearer " + config.api_key).c_str());
+    if (!config.api_key.empty()) list = curl_slist_append(list, api_key_line(config).c_str());
   };
   add(impl->post_headers, {"Content-Type: application/json", "Accept: application/json", "Expect:"});
   add(impl->stream_headers, {"Content-Type: application/json", "Accept: text/event-stream", "Expect:"});
@@ -365,6 +365,12 @@ std::string_view transport_name(TransportKind k) {
     case TransportKind::kAuto: break;
   }
   return "auto";
+}
+
+std::string api_key_line(const ClientConfig& config) {
+  if (config.api_key.empty()) return {};
+  if (config.api_key_header.empty()) return "Authorization: Bearer " + config.api_key;
+  return config.api_key_header + ": " + config.api_key;
 }
 
 Result<std::unique_ptr<HttpEngine>> HttpEngine::create(const ClientConfig& config) {

@@ -32,6 +32,9 @@ struct ClientConfig {
   TransportKind transport = TransportKind::kAuto;
   std::string base_url;  ///< e.g. "http://127.0.0.1:8000/v1" (no trailing slash needed)
   std::string api_key;   ///< sent as "Authorization: Bearer ..."; empty = no header. Never logged.
+  /// Where the key goes: "" = Authorization: Bearer KEY (OpenAI); a header name sends it bare in
+  /// that header ("x-api-key": Anthropic).
+  std::string api_key_header;
   HttpVersion http = HttpVersion::kAuto;
   std::string ca_file;   ///< TLS trust anchors; empty = the system's
   std::chrono::milliseconds connect_timeout{10'000};
@@ -45,6 +48,10 @@ struct ClientConfig {
   std::chrono::microseconds wake_interval{1000};
   int coalesce_from = 128;
 };
+
+/// The header line that carries the key ("Authorization: Bearer KEY" or "x-api-key: KEY"), without
+/// CR LF; "" when there is no key.
+std::string api_key_line(const ClientConfig& config);
 
 /// How an exchange ended at the transport level.
 struct TransferResult {

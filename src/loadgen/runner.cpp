@@ -18,6 +18,7 @@
 
 #include "endpoint/openai_tokenize.h"
 #include "loadgen/chunk.h"
+#include "loadgen/messages_chunk.h"
 #include "loadgen/sse.h"
 
 namespace cmax::loadgen {
@@ -35,9 +36,9 @@ class Runner;
 // One request, through every attempt.
 class Job final : public ExchangeHandler, public SseSink {
  public:
-  Job(Runner* runner, RequestSpec spec, std::string body, std::size_t level, bool stream, bool want_text)
-      : runner_(runner), level_(level), stream_(stream), want_text_(want_text), spec_(std::move(spec)),
-        body_(std::move(body)) {}
+  Job(Runner* runner, RequestSpec spec, std::string body, std::size_t level, bool stream, bool want_text, bool messages)
+      : runner_(runner), level_(level), stream_(stream), want_text_(want_text), messages_(messages),
+        spec_(std::move(spec)), body_(std::move(body)) {}
 
   void begin_attempt(Clock::time_point now) {
     sse_.reset();
@@ -46,6 +47,7 @@ class Job final : public ExchangeHandler, public SseSink {
     done_seen_ = api_error_ = protocol_error_ = got_first_ = false;
     detail_.clear();
     usage_ = Usage{};
+    messages_usage_ = MessagesUsage{};
     chunks_ = 0;
     response_id_.clear();
     sent_ = now;
@@ -63,6 +65,8 @@ class Job final : public ExchangeHandler, public SseSink {
 
  private:
   bool stream_, want_text_;
+  bool messages_;  // Anthropic's Messages API (messages_chunk.h), else OpenAI's (chunk.h)
+  MessagesUsage messages_usage_;
   bool stamped_ = false;  // piece_at_ holds the arrival time of the piece being read
   int status_ = 0;
   Clock::time_point piece_at_;
@@ -158,7 +162,8 @@ void Job::on_event(const SseEvent& e) {
     detail_ = error_body_message(e.data);
     return;
   }
-  auto c = parse_stream_data(e.data, want_text_);
+  auto c = messages_ ? parse_messages_event(e.event, e.data, want_text_, messages_usage_)
+                     : parse_stream_data(e.data, want_text_);
   if (!c) {
     protocol_error_ = true;
     detail_ = c.error().message;
@@ -239,9 +244,11 @@ void Runner::finished(Job* job, const TransferResult& r) {
     else if (job->api_error_) error = ErrorClass::kApiError;
     else if (!job->done_seen_) error = ErrorClass::kDropped;
     if (error == ErrorClass::kDropped && job->detail_.empty())
-      job->detail_ = fmt::format("the stream ended without data: [DONE] after {} content chunks", job->chunks_);
+      job->detail_ = fmt::format("the stream ended without {} after {} content chunks",
+                                 job->messages_ ? "message_stop" : "data: [DONE]", job->chunks_);
   } else {
-    auto c = parse_completion_body(job->raw_, workload_.wants_reply_text());
+    auto c = job->messages_ ? parse_messages_body(job->raw_, workload_.wants_reply_text())
+                            : parse_completion_body(job->raw_, workload_.wants_reply_text());
     if (!c) {
       error = ErrorClass::kProtocol;
       job->detail_ = c.error().message;
@@ -299,15 +306,14 @@ void Runner::send(Job* job) {
   auto& span = level_span_[job->level_];
   if (span.first < 0) span.first = since_start(job->sent_);
   ++inflight_;
-  engine_.post(config_.api == endpoint::Api::kChat ? "/chat/completions" : "/completions", job->body_, config_.stream,
-               job, job->header_);
+  engine_.post(api_path(config_.api), job->body_, config_.stream, job, job->header_);
 }
 
 void Runner::start(RequestSpec spec, std::size_t level, int concurrency, double scheduled_s) {
   theory_.add(rendered_prompt(spec, config_.api));
   auto body = request_body(spec, config_);
   auto job = std::make_unique<Job>(this, std::move(spec), std::move(body), level, config_.stream,
-                                   workload_.wants_reply_text());
+                                   workload_.wants_reply_text(), config_.api == endpoint::Api::kMessages);
   if (!config_.session_header.empty() && job->spec_.session != 0)
     job->header_ = fmt::format("{}: {}", config_.session_header, session_id(job->spec_, config_));
   auto& rec = job->rec_;
@@ -504,15 +510,81 @@ std::string_view schedule_kind_name(ScheduleKind k) {
   return "concurrency";
 }
 
+std::string_view api_path(endpoint::Api api) {
+  switch (api) {
+    case endpoint::Api::kCompletions: return "/completions";
+    case endpoint::Api::kMessages: return "/messages";
+    case endpoint::Api::kChat: break;
+  }
+  return "/chat/completions";
+}
+
+namespace {
+
+// The Messages API has no "system" role: system messages become the top-level `system`, in order,
+// joined by a blank line. Returns that text ("" none) and leaves the other messages in `rest`.
+std::string split_system(const RequestSpec& spec, std::vector<const Message*>& rest) {
+  std::string system;
+  for (const auto& m : spec.messages) {
+    if (m.role != "system") {
+      rest.push_back(&m);
+      continue;
+    }
+    if (!system.empty()) system += "\n\n";
+    system += m.content;
+  }
+  return system;
+}
+
+}  // namespace
+
 std::string rendered_prompt(const RequestSpec& spec, endpoint::Api api) {
   if (api == endpoint::Api::kCompletions && spec.messages.size() == 1) return spec.messages.front().content;
   std::vector<endpoint::ChatMessage> chat;
   chat.reserve(spec.messages.size());
+  if (api == endpoint::Api::kMessages) {  // as the server sees it: the system text first
+    std::vector<const Message*> rest;
+    if (auto system = split_system(spec, rest); !system.empty()) chat.push_back({"system", std::move(system)});
+    for (const auto* m : rest) chat.push_back({m->role, m->content});
+    return endpoint::render_chat(chat);
+  }
   for (const auto& m : spec.messages) chat.push_back({m.role, m.content});
   return endpoint::render_chat(chat);
 }
 
+namespace {
+
+// A Messages API body: system on top, the turns, and with `cache_breakpoint` the last turn's text as
+// a block marked cache_control ephemeral, so that Anthropic caches the conversation up to there
+// and the next turn reads it (its prompt-caching guide's pattern for multi-turn chats; servers
+// that cache prefixes by themselves ignore the mark).
+std::string messages_body(const RequestSpec& spec, const RunConfig& config) {
+  json j;
+  j["model"] = config.model;
+  std::vector<const Message*> rest;
+  if (auto system = split_system(spec, rest); !system.empty()) j["system"] = std::move(system);
+  json msgs = json::array();
+  for (std::size_t i = 0; i < rest.size(); ++i) {
+    const auto* m = rest[i];
+    if (config.cache_breakpoint && i + 1 == rest.size())
+      msgs.push_back({{"role", m->role},
+                      {"content", json::array({{{"type", "text"}, {"text", m->content}, {"cache_control", {{"type", "ephemeral"}}}}})}});
+    else
+      msgs.push_back({{"role", m->role}, {"content", m->content}});
+  }
+  j["messages"] = std::move(msgs);
+  j["max_tokens"] = std::max<std::uint32_t>(spec.max_tokens, 1);
+  j["stream"] = config.stream;
+  if (config.ignore_eos) j["ignore_eos"] = true;
+  if (config.session_user && spec.session != 0) j["metadata"] = {{"user_id", session_id(spec, config)}};
+  if (!config.extra_body.empty()) j.update(json::parse(config.extra_body));  // checked by parse_extra_body
+  return j.dump();
+}
+
+}  // namespace
+
 std::string request_body(const RequestSpec& spec, const RunConfig& config) {
+  if (config.api == endpoint::Api::kMessages) return messages_body(spec, config);
   json j;
   j["model"] = config.model;
   if (config.api == endpoint::Api::kChat) {
@@ -549,7 +621,7 @@ Result<std::string> parse_extra_body(std::string_view text) {
   json j = json::parse(text, nullptr, false);
   if (j.is_discarded()) return fail("--extra-body: not JSON (give an object, e.g. '{{\"temperature\":0}}')");
   if (!j.is_object()) return fail("--extra-body: a JSON object is needed, not {}", j.type_name());
-  for (const char* k : {"model", "messages", "prompt", "stream", "stream_options"})
+  for (const char* k : {"model", "messages", "prompt", "stream", "stream_options", "system"})
     if (j.contains(k))
       return fail("--extra-body: \"{}\" is set by cmax (--model, the workload, --no-stream, --no-usage); leave it out", k);
   return j.dump();

@@ -48,8 +48,11 @@ struct RunConfig {
   /// A session id per conversation (multi-turn sessions; a workload without sessions sends none),
   /// for session and consistent-hash routing: in the body's `user` field ...
   bool session_user = false;
-  /// ... and in this header ("X-Session-Id", smg's "X-SMG-Routing-Key"); "" = no header.
+  /// ... and in this header ("X-Session-Id", smg's "X-SMG-Routing-Key"); "" = no header. (The
+  /// Messages API has no `user`: its metadata.user_id carries the id.)
   std::string session_header;
+  /// Messages API: mark the last turn cache_control ephemeral (Anthropic caches only up to a mark).
+  bool cache_breakpoint = true;
   Schedule schedule;
   std::size_t max_requests = 0;  ///< over the whole run; 0 = as many as the workload has
   double duration_s = 0;         ///< wall bound on the whole run; 0 = none
@@ -97,15 +100,18 @@ struct RunResult {
   std::vector<std::string> warnings;
 };
 
+/// The path under the base URL an API is posted to: "/chat/completions", "/completions",
+/// "/messages". Pure.
+std::string_view api_path(endpoint::Api api);
 /// The JSON body of one request (chat: messages; completions: the one message's content, or the
-/// rendered chat). Pure.
+/// rendered chat; messages: Anthropic's shape, system messages on top, metadata.user_id). Pure.
 std::string request_body(const RequestSpec& spec, const RunConfig& config);
 /// A multi-turn session's id, the same for every turn and every run with the same seed:
 /// "cmax-<seed>-<session>"; "" for a request of no session. Pure.
 std::string session_id(const RequestSpec& spec, const RunConfig& config);
 
 /// Pure: `--extra-body` text -> the serialized object, or an error naming what is wrong (not JSON,
-/// not an object, a key cmax must set itself: model, messages, prompt, stream, stream_options).
+/// not an object, a key cmax must set itself: model, messages, prompt, stream, stream_options, system).
 Result<std::string> parse_extra_body(std::string_view text);
 /// Pure: the name of a `--header` "Name: value", or an error (no colon, a name that is not an HTTP
 /// token, a CR or LF anywhere, a header the transport sets: Host, Content-Length, Content-Type,

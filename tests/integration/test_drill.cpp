@@ -10,7 +10,9 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <fstream>
+#include <stop_token>
 #include <regex>
 #include <thread>
 
@@ -36,6 +38,22 @@ struct DrillRun {
   double wall_ms = 0;
   std::string dir;  ///< the drill's run directory
 };
+
+// Whether some drill under `dir` (drill-*/injected.jsonl) has injected its lines, waiting up to
+// `timeout`: the event a test's stand-in for the cluster reacts to.
+bool injected_under(const std::filesystem::path& dir, std::chrono::milliseconds timeout, std::stop_token stop = {}) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!stop.stop_requested() && std::chrono::steady_clock::now() < deadline) {
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+      const auto f = e.path() / "injected.jsonl";
+      std::error_code ec2;
+      if (e.path().filename().string().starts_with("drill-") && std::filesystem::file_size(f, ec2) > 0 && !ec2) return true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return false;
+}
 
 DrillRun drill(SlurmCluster& c, const std::vector<std::string>& extra, std::string conf = "") {
   const std::string dir = (c.dir() / fmt::format("drill-{}", std::rand())).string();
@@ -93,7 +111,9 @@ TEST_F(Drill, CmaxdDetectsDrainsAndTheReservationReplacesTheNode) {
                                           "--no-nvml", "--no-ib", "--fleet-max-percent", "50"},
                                          {}, cluster.dir() / "cmaxd.log");
   ASSERT_TRUE(agent) << agent.error().message;
-  std::this_thread::sleep_for(500ms);  // cmaxd is reading the log from here on
+  // cmaxd reads the ring buffer from the moment it says so; the drill injects after that.
+  ASSERT_TRUE(cmax::test::wait_for_log(cluster.dir() / "cmaxd.log", "from now on", 60s, &*agent))
+      << "cmaxd did not start reading /dev/kmsg";
   auto d = drill(cluster, {"--scenario", "xid79", "--nodes", "n1", "--yes", "--reservation", "drill",
                            "--detect-timeout-s", "10", "--drain-timeout-s", "10", "--replace-timeout-s", "15"});
   ASSERT_TRUE(d.report.is_object()) << d.out << d.err;
@@ -264,7 +284,10 @@ TEST_F(Drill, WaitReturnTimesTheOperatorsResume) {
   auto c = SlurmCluster::start({.nodes = 2});
   ASSERT_TRUE(c) << c.error().message;
   auto& cluster = **c;
-  std::jthread operator_thread([&] {
+  std::jthread operator_thread([&](std::stop_token stop) {
+    // From the injection on (the drill's audit record of it), not from the test's start: on a
+    // busy machine the drill's own start could take longer than the operator's delay.
+    if (!injected_under(cluster.dir(), 60s, stop)) return;
     std::this_thread::sleep_for(600ms);
     (void)cluster.scontrol({"update", "NodeName=n2", "State=DRAIN", "Reason=operator: drill seen"});
     std::this_thread::sleep_for(600ms);
@@ -322,7 +345,7 @@ TEST_F(DrillReplacement, AJobRequeuedOntoAnotherNodeIsTheReplacement) {
   ASSERT_FALSE(node.empty());
   auto agent = cmaxd_for(cluster, node);
   ASSERT_TRUE(agent) << agent.error().message;
-  std::this_thread::sleep_for(500ms);
+  ASSERT_TRUE(cmax::test::wait_for_log(cluster.dir() / "cmaxd.log", "from now on", 60s, &*agent));
   std::jthread site([&, job = job, node = node](std::stop_token stop) {
     auto drained = cluster.wait_for(node, [](const cmax::sched::NodeState& n) { return n.drain_flag(); }, 10s);
     if (!drained || stop.stop_requested()) return;
@@ -369,7 +392,7 @@ TEST_F(DrillReplacement, ASpareAddedToThePartitionIsTheReplacement) {
   auto& cluster = **c;
   auto agent = cmaxd_for(cluster, "n3");
   ASSERT_TRUE(agent) << agent.error().message;
-  std::this_thread::sleep_for(500ms);
+  ASSERT_TRUE(cmax::test::wait_for_log(cluster.dir() / "cmaxd.log", "from now on", 60s, &*agent));
   std::jthread site([&](std::stop_token stop) {
     auto drained = cluster.wait_for("n3", [](const cmax::sched::NodeState& n) { return n.drain_flag(); }, 10s);
     if (!drained || stop.stop_requested()) return;

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <thread>
 
 #include <fmt/format.h>
@@ -82,7 +83,7 @@ TEST_F(DrillKubernetes, CmaxdTaintsTheEvictionDrainsAndTheOperatorReturnsTheNode
        "--no-nvml", "--no-ib"},
       {}, dir_.dir() / "cmaxd.log");
   ASSERT_TRUE(agent) << agent.error().message;
-  std::this_thread::sleep_for(500ms);
+  ASSERT_TRUE(cmax::test::wait_for_log(dir_.dir() / "cmaxd.log", "from now on", 60s, &*agent));
   // The rest of the cluster: the taint-based eviction of the workload pod, then the operator.
   std::jthread cluster([&](std::stop_token stop) {
     auto deadline = Clock::now() + 10s;
@@ -124,15 +125,25 @@ TEST_F(DrillKubernetes, CmaxdTaintsTheEvictionDrainsAndTheOperatorReturnsTheNode
 }
 
 TEST_F(DrillKubernetes, AProblemConditionAloneIsDetectedButNeverDrained) {
-  // node-problem-detector's way: a condition, no taint, no cordon.
-  std::jthread npd([&] {
+  // node-problem-detector's way: a condition, no taint, no cordon, set 300 ms after the drill's
+  // injection. Event-driven: the drill's audit record of the injected lines is the signal (a fixed
+  // sleep from the test's start raced the drill's own start on a busy machine, and the condition
+  // then landed in the baseline).
+  const auto injected = dir_.dir() / fmt::format("drill-{}", runs_) / "injected.jsonl";
+  std::jthread npd([&](std::stop_token stop) {
+    const auto deadline = Clock::now() + 60s;
+    std::error_code ec;
+    while (!stop.stop_requested() && Clock::now() < deadline &&
+           !(std::filesystem::exists(injected, ec) && std::filesystem::file_size(injected, ec) > 0))
+      std::this_thread::sleep_for(5ms);
+    if (stop.stop_requested() || Clock::now() >= deadline) return;
     std::this_thread::sleep_for(300ms);
     api_.update_node([](json& n) {
       n["status"]["conditions"].push_back({{"type", "GPUProblem"}, {"status", "True"}, {"reason", "XidError"}});
     });
   });
   int code = -1;
-  auto report = drill({"--scenario", "xid79", "--detect-timeout-s", "5", "--drain-timeout-s", "2"}, &code);
+  auto report = drill({"--scenario", "xid79", "--detect-timeout-s", "20", "--drain-timeout-s", "2"}, &code);
   ASSERT_TRUE(report.is_object());
   const json* detected = stage(report, "detected");
   const json* drained = stage(report, "drained");

@@ -20,6 +20,7 @@
 #include <map>
 #include <string>
 #include <optional>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -512,4 +513,93 @@ TEST(EndpointBench, HeadersAndAnExtraBodyReachTheServerAndOnlyHeaderNamesAreWrit
                                              "--max-requests", "1"});
   EXPECT_EQ(refused.proc.exit_code, 3) << why(refused);
   EXPECT_NE(refused.proc.err.find("set by the transport"), std::string::npos) << refused.proc.err;
+}
+
+// Anthropic's Messages API end to end: the key in x-api-key from ANTHROPIC_API_KEY, the usage read
+// in Anthropic's shape (input_tokens uncached, cache_read_input_tokens, cache_creation_input_tokens)
+// adds up to the server's own accounting, request by request.
+TEST(EndpointBench, TheMessagesApiMeasuresTheCacheAsTheServerCountedIt) {
+  const std::string key = "sk-ant-cmax-0123456789abcdef";
+  cmax::test::TempHost d;
+  auto serve = KeyedServe::start(d.dir(), key);
+  ASSERT_TRUE(serve.daemon) << slurp(d.dir() / "serve.log");
+  auto b = bench(d.dir() / "run", {"--base-url", serve.url, "--api", "messages", "--multiturn", "--sessions", "8",
+                                   "--turns", "3", "--concurrency", "1,4", "--requests-per-level", "12"},
+                 {"ANTHROPIC_API_KEY=" + key, "OPENAI_API_KEY="});
+  ASSERT_EQ(b.proc.exit_code, 0) << why(b);
+  EXPECT_EQ(b.bench["api"], "messages");
+  EXPECT_EQ(b.bench["api_key"], "env:ANTHROPIC_API_KEY");
+  const auto& o = b.bench["overall"];
+  ASSERT_EQ(o["succeeded"], 24) << o.dump();
+  EXPECT_EQ(o["cache_source"], "anthropic");
+  const int port = std::stoi(serve.url.substr(serve.url.rfind(':') + 1));
+  const auto stats = get_json(port, "/cmax/stats");
+  ASSERT_TRUE(stats.is_object());
+  EXPECT_EQ(o["prompt_tokens"], stats["prompt_tokens"]);
+  EXPECT_EQ(o["cached_tokens"], stats["cached_tokens"]);
+  EXPECT_EQ(o["completion_tokens"], stats["completion_tokens"]);
+  EXPECT_GT(o["cache_hit_rate"].get<double>(), 0.3) << "the shared system prompt and the sessions must hit";
+  std::map<std::string, json> server;
+  for (auto& e : get_jsonl(port, "/cmax/requests")) server[e["id"].get<std::string>()] = e;
+  ASSERT_EQ(b.requests.size(), 24u);
+  for (const auto& r : b.requests) {
+    const auto id = r["response_id"].get<std::string>();
+    EXPECT_TRUE(id.starts_with("msg_")) << id;
+    auto it = server.find(id);
+    ASSERT_NE(it, server.end()) << r.dump();
+    EXPECT_EQ(it->second["api"], "messages");
+    EXPECT_EQ(r["usage"]["prompt_tokens"], it->second["prompt_tokens"]);
+    EXPECT_EQ(r["usage"]["cached_tokens"], it->second["cached_tokens"]);
+    EXPECT_EQ(r["usage"]["completion_tokens"], it->second["completion_tokens"]);
+    EXPECT_EQ(r["content_chunks"], it->second["completion_tokens"]);
+    EXPECT_GT(r["ttft_s"].get<double>(), 0);
+  }
+  for (const auto& entry : fs::recursive_directory_iterator(d.dir() / "run"))
+    EXPECT_EQ(slurp(entry.path()).find(key), std::string::npos) << entry.path();
+  // Whole bodies read the same usage.
+  auto whole = bench(d.dir() / "whole", {"--base-url", serve.url, "--api", "messages", "--no-stream", "--fixed",
+                                         "--max-requests", "6", "--input-tokens", "64", "--output-tokens", "5",
+                                         "--concurrency", "2", "--requests-per-level", "6"},
+                     {"ANTHROPIC_API_KEY=" + key});
+  ASSERT_EQ(whole.proc.exit_code, 0) << why(whole);
+  EXPECT_EQ(whole.bench["overall"]["succeeded"], 6);
+  EXPECT_EQ(whole.bench["overall"]["completion_tokens"], 30);
+  // The OpenAI key variable is not read for the Messages API: refused, said so, exit 3.
+  auto wrong = bench(d.dir() / "wrong", {"--base-url", serve.url, "--api", "messages", "--fixed", "--max-requests", "2"},
+                     {"OPENAI_API_KEY=" + key, "ANTHROPIC_API_KEY="});
+  EXPECT_EQ(wrong.proc.exit_code, 3) << why(wrong);
+  EXPECT_NE(wrong.proc.err.find("ANTHROPIC_API_KEY"), std::string::npos) << wrong.proc.err;
+}
+
+// vLLM's /v1/messages shape (serve --cache-fields none): no cache field, so no hit rate is claimed;
+// the session id travels in metadata.user_id and consistent hashing keeps each session on one
+// replica; an injected 429 comes back in Anthropic's error shape and is retried.
+TEST(EndpointBench, TheMessagesApiInVllmsShapeCarriesSessionsAndRetries429s) {
+  ServeProcess serve({"--replicas", "4", "--policy", "consistent_hash", "--time-scale", "0", "--cache-fields", "none",
+                      "--fault-429-rate", "0.2", "--seed", "3"});
+  ASSERT_GT(serve.port(), 0) << serve.error();
+  auto b = bench(serve.dir() / "run", {"--base-url", serve.base_url(), "--api", "messages", "--multiturn", "--sessions",
+                                       "8", "--turns", "3", "--concurrency", "4", "--requests-per-level", "24",
+                                       "--session-user", "--retries", "6"});
+  ASSERT_EQ(b.proc.exit_code, 0) << why(b);
+  const auto& o = b.bench["overall"];
+  EXPECT_EQ(o["succeeded"], 24);
+  EXPECT_EQ(o["cache_source"], "none");
+  EXPECT_EQ(o["requests_without_cache_field"], 24) << "no cache field: counted as such, not as a measured 0";
+  EXPECT_EQ(o["cached_tokens"], 0);
+  EXPECT_GT(o["retries"]["http_429"].get<int>(), 0) << o.dump();
+  const auto stats = get_json(serve.port(), "/cmax/stats");
+  EXPECT_EQ(o["prompt_tokens"], stats["prompt_tokens"]) << "input_tokens is the whole prompt in vLLM's shape";
+  std::map<std::string, int> replica_of_id;
+  for (auto& e : get_jsonl(serve.port(), "/cmax/requests"))
+    if (e["status"] == 200) replica_of_id[e["id"].get<std::string>()] = e["replica"].get<int>();
+  std::map<int, std::set<int>> replicas_of_session;
+  std::set<int> used;
+  for (const auto& r : b.requests) {
+    const int replica = replica_of_id.at(r["response_id"].get<std::string>());
+    replicas_of_session[r["session"].get<int>()].insert(replica);
+    used.insert(replica);
+  }
+  for (const auto& [session, rs] : replicas_of_session) EXPECT_EQ(rs.size(), 1u) << "session " << session;
+  EXPECT_GT(used.size(), 1u) << "metadata.user_id spreads the sessions (without it they share the first block's hash)";
 }

@@ -1,4 +1,5 @@
-// Conformance of cmax endpoint serve with the official `openai` npm package: node runs
+// Conformance of cmax endpoint serve with the official `openai` npm package (and, for /v1/messages,
+// Anthropic's `@anthropic-ai/sdk`): node runs
 // tests/conformance/openai_client.mjs against a server started here, and the usage the client
 // read must equal the server's own /cmax/stats accounting. The package is installed once into
 // <build>/npm (later runs are offline); the test skips when node or npm is missing or the install
@@ -25,11 +26,14 @@ using namespace std::chrono_literals;
 
 // openai@4 supports Node 18+; the v4 line is what the brief and this machine's Node 20 agree on.
 constexpr const char* kOpenAiPackage = "openai@4";
+// Anthropic's TypeScript SDK, pinned: its Stream and MessageStream read /v1/messages.
+constexpr const char* kAnthropicPackage = "@anthropic-ai/sdk@1.17.0";
 
 std::string tail(const std::string& s, std::size_t n = 2000) { return s.size() > n ? s.substr(s.size() - n) : s; }
 
-// Installs the openai package into <build>/npm once; the node binary, or "" with *skip set.
-std::string openai_node(std::string* skip) {
+// Installs `package` (its node_modules folder: `installed`) into <build>/npm once; the node binary,
+// or "" with *skip set.
+std::string node_with(const char* package, const fs::path& installed, std::string* skip) {
   auto node = cmax::core::find_program("node");
   auto npm = cmax::core::find_program("npm");
   if (!node || !npm) {
@@ -38,17 +42,19 @@ std::string openai_node(std::string* skip) {
   }
   const fs::path dir = fs::path(CMAX_BINARY_DIR) / "npm";
   fs::create_directories(dir);
-  if (!fs::exists(dir / "node_modules" / "openai" / "package.json")) {
+  if (!fs::exists(dir / "node_modules" / installed / "package.json")) {
     auto install = cmax::core::run_process(
-        {{*npm, "install", "--no-audit", "--no-fund", "--prefix", dir.string(), kOpenAiPackage}, 300s});
+        {{*npm, "install", "--no-audit", "--no-fund", "--prefix", dir.string(), package}, 300s});
     if (!install || install->exit_code != 0) {
-      *skip = std::string("npm install ") + kOpenAiPackage + " failed (offline?); rerun with the npm registry reachable:\n" +
+      *skip = std::string("npm install ") + package + " failed (offline?); rerun with the npm registry reachable:\n" +
               (install ? tail(install->err) : install.error().message);
       return "";
     }
   }
   return *node;
 }
+
+std::string openai_node(std::string* skip) { return node_with(kOpenAiPackage, "openai", skip); }
 
 TEST(EndpointOpenAi, TheOfficialNodeClientReadsWhatTheServerAccounts) {
   std::string skip;
@@ -143,6 +149,48 @@ TEST(EndpointOpenAi, CmaxBenchAndTheOfficialClientAgreeOnTokensAndCachedTokens) 
     cached += u["cached_tokens"].get<std::uint64_t>();
   }
   EXPECT_GT(cached, 0u) << "the shared prefix must be served from the cache";
+}
+
+// The same for Anthropic's Messages API: the official SDK reads whole messages, the raw event
+// stream and its MessageStream from cmax endpoint serve, and the usage it read (the prompt as
+// input_tokens + cache_read_input_tokens + cache_creation_input_tokens) equals the server's own
+// accounting.
+TEST(EndpointOpenAi, TheOfficialAnthropicClientReadsWhatTheServerAccounts) {
+  std::string skip;
+  const auto node = node_with(kAnthropicPackage, fs::path("@anthropic-ai") / "sdk", &skip);
+  if (node.empty()) GTEST_SKIP() << skip;
+  const fs::path dir = fs::path(CMAX_BINARY_DIR) / "npm";
+  const fs::path script = dir / "anthropic_client.mjs";
+  fs::copy_file(fs::path(CMAX_SOURCE_DIR) / "tests/conformance/anthropic_client.mjs", script,
+                fs::copy_options::overwrite_existing);
+  cmax::test::ServeProcess serve({"--time-scale", "0"});
+  ASSERT_GT(serve.port(), 0) << serve.error();
+  auto run = cmax::core::run_process(
+      {{node, script.string(), "http://127.0.0.1:" + std::to_string(serve.port()), "cmax-sim"}, 60s});
+  ASSERT_TRUE(run) << run.error().message;
+  ASSERT_FALSE(run->timed_out) << run->err;
+  std::string last_line = run->out;
+  while (!last_line.empty() && last_line.back() == '\n') last_line.pop_back();
+  last_line = last_line.substr(last_line.rfind('\n') == std::string::npos ? 0 : last_line.rfind('\n') + 1);
+  auto summary = json::parse(last_line, nullptr, false);
+  ASSERT_TRUE(summary.is_object()) << "stdout:\n" << run->out << "\nstderr:\n" << tail(run->err);
+  EXPECT_EQ(run->exit_code, 0) << summary.dump(2) << "\n" << tail(run->err);
+  EXPECT_TRUE(summary["ok"].get<bool>()) << summary["errors"].dump(2);
+  std::printf("[ measure  ] anthropic client read: %s\n", summary["totals"].dump().c_str());
+
+  httplib::Client cli("127.0.0.1", serve.port());
+  auto res = cli.Get("/cmax/stats");
+  ASSERT_TRUE(res);
+  auto st = json::parse(res->body);
+  const auto& t = summary["totals"];
+  EXPECT_EQ(t["requests"], 3);
+  EXPECT_EQ(st["completed"], t["requests"]) << st.dump(2);
+  EXPECT_EQ(st["prompt_tokens"], t["prompt_tokens"]);
+  EXPECT_EQ(st["cached_tokens"], t["cached_tokens"]);
+  EXPECT_EQ(st["completion_tokens"], t["completion_tokens"]);
+  EXPECT_GT(t["cached_tokens"].get<int>(), 0);
+  EXPECT_EQ(st["errors"]["404"], 1);  // the unknown model
+  EXPECT_EQ(st["errors"]["400"], 1);  // no max_tokens
 }
 
 }  // namespace

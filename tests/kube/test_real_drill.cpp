@@ -154,12 +154,16 @@ TEST_F(DrillRealApiServer, CmaxdTaintsOnTheRealServerTheEvictionDrainsAndTheOper
 
 TEST_F(DrillRealApiServer, AProblemConditionAloneIsDetectedButNeverDrained) {
   // node-problem-detector's way, through the real status subresource: a condition, no taint, no
-  // cordon. Written once the drill is about to inject (it has read the node and opened its audit log).
+  // cordon. Written 300 ms after the drill injected: its audit record of the injected lines is the
+  // signal (the file exists before the baseline is read, so its existence alone is too early).
   std::jthread npd([&](std::stop_token stop) {
     auto deadline = Clock::now() + 60s;
+    const auto injected = kube_->dir() / "drill-0" / "injected.jsonl";
+    std::error_code ec;
     while (!stop.stop_requested() && Clock::now() < deadline &&
-           !std::filesystem::exists(kube_->dir() / "drill-0" / "injected.jsonl"))
+           !(std::filesystem::exists(injected, ec) && std::filesystem::file_size(injected, ec) > 0))
       std::this_thread::sleep_for(10ms);
+    if (stop.stop_requested() || Clock::now() >= deadline) return;
     std::this_thread::sleep_for(300ms);
     (void)kube_->request("PATCH", "/api/v1/nodes/k1/status",
                          R"({"status":{"conditions":[{"type":"GPUProblem","status":"True","reason":"XidError"}]}})",

@@ -9,6 +9,9 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <iterator>
+#include <thread>
 #include <utility>
 
 #include "core/process.h"
@@ -17,6 +20,18 @@
 extern char** environ;
 
 namespace cmax::test {
+
+bool wait_for_log(const std::filesystem::path& log, std::string_view text, std::chrono::milliseconds timeout,
+                  Daemon* daemon) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    std::ifstream in(log, std::ios::binary);
+    const std::string all{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+    if (all.find(text) != std::string::npos) return true;
+    if (std::chrono::steady_clock::now() >= deadline || (daemon != nullptr && !daemon->running())) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
 
 std::optional<std::string> find_system_program(std::string_view name) {
   const char* path = std::getenv("PATH");

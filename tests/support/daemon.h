@@ -4,6 +4,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -16,6 +17,13 @@ namespace cmax::test {
 
 /// The absolute path of `name` on PATH or in /usr/sbin, /sbin (where daemons live), or nullopt.
 std::optional<std::string> find_system_program(std::string_view name);
+
+/// Waits until `log` holds `text` (a daemon said it is ready: "reading /dev/kmsg from now on"), or
+/// `timeout` passes, or `daemon` exits; true when the text is there. The event a test waits on
+/// instead of a sleep tuned to a quiet machine.
+class Daemon;
+bool wait_for_log(const std::filesystem::path& log, std::string_view text, std::chrono::milliseconds timeout,
+                  Daemon* daemon = nullptr);
 
 /// A child process and its process group. Killed (SIGKILL) and reaped on destruction; also killed
 /// by the kernel if the thread that started it dies (PR_SET_PDEATHSIG). Move-only; not thread-safe.

@@ -9,6 +9,7 @@
 
 #include "audit/checks/generic.h"
 #include "audit/checks/tables.h"
+#include "audit/parse/health_check.h"
 #include "core/strings.h"
 
 namespace cmax::audit::checks {
@@ -111,6 +112,86 @@ Verdict pred_healthcheck_interval(const CheckContext& ctx, const Check& check) {
         Outcome::warn, fmt::format("{} s", *seconds), expected,
         fmt::format("a failed GPU can keep taking jobs for up to {} s before the check drains it", *seconds));
   return verdict(Outcome::pass, fmt::format("{} s", *seconds), expected);
+}
+
+// Can a node the health check drained come back on its own? The loop raters meet: the only thing
+// that returns the node (the health check resuming what it drained: NHC's node-mark-online, a
+// script's scontrol resume) never runs on a drained node (audit/parse/health_check.h).
+Verdict pred_healthcheck_returns(const CheckContext& ctx, const Check& check) {
+  constexpr std::string_view kExpected =
+      "the health check runs on drained nodes (HealthCheckNodeState=ANY or IDLE, HealthCheckInterval > 0) and "
+      "resumes the nodes it drained";
+  if (auto u = unreadable(ctx, {"slurm.conf.HealthCheckNodeState", "slurm.conf.HealthCheckInterval"})) return *u;
+  if (!ctx.facts.is_present(check.fact))
+    return verdict(Outcome::not_applicable, "no HealthCheckProgram", {},
+                   "no HealthCheckProgram is set (see orchestration.slurm.healthcheck_program)");
+  const std::string program(core::trim(ctx.facts.value_or(check.fact)));
+  const std::string base = core::to_lower(program.substr(program.rfind('/') + 1));
+  const bool nhc = base.starts_with("nhc");
+  const auto states = parse_health_check_states(ctx.facts.value_or("slurm.conf.HealthCheckNodeState"));
+  const std::string state_text =
+      ctx.facts.is_present("slurm.conf.HealthCheckNodeState")
+          ? fmt::format("HealthCheckNodeState={}", core::trim(ctx.facts.value_or("slurm.conf.HealthCheckNodeState")))
+          : std::string("HealthCheckNodeState unset (ANY)");
+  const auto interval = core::parse_int(core::trim(ctx.facts.value_or("slurm.conf.HealthCheckInterval", "0")));
+  const bool periodic = interval && *interval > 0 && !states.start_only && !states.reboot_only;
+  const bool checks_drained = periodic && states.checks_drained_idle();
+  std::string ignored;
+  if (!states.ignored.empty())
+    ignored = fmt::format(" (slurmctld ignores {})", fmt::join(states.ignored, ", "));
+
+  // What the program does: NHC drains with a reason starting "NHC:" and resumes exactly those; a
+  // script says so in its text; anything else is not known.
+  enum class Known { yes, no, unknown };
+  Known drains = Known::unknown, resumes = Known::unknown;
+  std::string how;
+  if (nhc) {
+    drains = resumes = Known::yes;
+    how = "NHC resumes a node whose reason starts with \"NHC:\" once every check passes (node-mark-online)";
+  } else if (const Fact* a = ctx.facts.find("slurm.healthcheck_program.actions"); a && a->status == FactStatus::present) {
+    drains = a->value.find("drains") != std::string::npos ? Known::yes : Known::no;
+    resumes = a->value.find("resumes") != std::string::npos ? Known::yes : Known::no;
+    how = fmt::format("{} {}", program, a->detail);
+  }
+  const std::string actual = fmt::format("{}, HealthCheckInterval={}{}", state_text,
+                                         interval ? std::to_string(*interval) : std::string("?"), ignored);
+  const Fact* actions = ctx.facts.find("slurm.healthcheck_program.actions");
+  if (resumes == Known::yes && actions && actions->status == FactStatus::present &&
+      actions->value.find("skips-drained") != std::string::npos)
+    return verdict(Outcome::fail, actual, std::string(kExpected),
+                   fmt::format("{}: the check is the only thing that returns a node it drained, yet it needs the node "
+                               "undrained before it runs, so remediation can never finish on its own",
+                               how));
+  const std::string why_not =
+      !periodic ? std::string("it never runs periodically (HealthCheckInterval=0, START_ONLY or REBOOT_ONLY), only "
+                              "when slurmd starts")
+                : fmt::format("{} never runs it on a drained idle node (only IDLE or ANY do; NONDRAINED_IDLE skips "
+                              "drained nodes by design, ALLOC and MIXED see no idle node)",
+                              state_text);
+  if (resumes == Known::yes && !checks_drained)
+    return verdict(Outcome::fail, actual, std::string(kExpected),
+                   fmt::format("the health check is what returns a node it drained ({}), but {}: a node it drains stays "
+                               "drained until slurmd restarts on it or an operator resumes it, so remediation can never "
+                               "finish on its own",
+                               how, why_not));
+  if (resumes == Known::unknown && !checks_drained)
+    return verdict(Outcome::warn, actual, std::string(kExpected),
+                   fmt::format("{}; if {} is what resumes the nodes it drains, they never come back on their own (what "
+                               "it does to the node could not be read: {})",
+                               why_not, program, actions ? actions->detail : std::string("the program was not read")));
+  if (drains == Known::yes && resumes == Known::no)
+    return verdict(Outcome::warn, actual, std::string(kExpected),
+                   fmt::format("{}, but nothing in it ever resumes a node: each node it drains waits for an operator "
+                               "or another remediation",
+                               how));
+  if (resumes == Known::unknown)
+    return verdict(Outcome::pass, actual, std::string(kExpected),
+                   fmt::format("the health check runs on drained nodes ({}); whether it resumes those it drained "
+                               "could not be read",
+                               state_text));
+  return verdict(Outcome::pass, actual, std::string(kExpected),
+                 resumes == Known::yes ? fmt::format("runs on drained nodes and returns them: {}", how)
+                                       : std::string("runs on drained nodes; it neither drains nor resumes"));
 }
 
 Verdict pred_topology(const CheckContext& ctx, const Check& check) {
@@ -306,6 +387,28 @@ const Check kChecks[] = {
      {},
      {},
      kSlurmConfDoc},
+    {"orchestration.slurm.healthcheck_returns_nodes",
+     Category::orchestration,
+     Severity::config,
+     false,
+     kNode,
+     "A node the health check drains can come back on its own",
+     "Orchestration: auto-remediation can finish (the health check that drained a node runs on it again and returns it)",
+     "Reads HealthCheckProgram, HealthCheckNodeState and HealthCheckInterval from slurm.conf and, when the program "
+     "is a script, whether it drains and resumes the node (scontrol State=DRAIN/RESUME, NHC's node-mark-offline/"
+     "online). Fails when the program is what resumes a node it drained but never runs on a drained idle node: "
+     "slurmctld skips it under NONDRAINED_IDLE, ALLOC or MIXED without IDLE or ANY, START_ONLY, or no interval "
+     "(ping_nodes.c run_health_check), or the script itself exits first on a drained node. Warns when it drains "
+     "and never resumes. ReturnToService does not help: it returns DOWN "
+     "nodes only and never clears DRAIN.",
+     "Set HealthCheckNodeState=ANY (or add IDLE) with HealthCheckInterval > 0, so that the check that drained a node "
+     "runs on it again and resumes it when it passes; with a script, resume only the nodes whose reason it set.",
+     guard_slurm_conf,
+     pred_healthcheck_returns,
+     "slurm.conf.HealthCheckProgram",
+     {},
+     {},
+     "https://slurm.schedmd.com/slurm.conf.html#OPT_HealthCheckNodeState"},
     {"orchestration.slurm.topology",
      Category::orchestration,
      Severity::config,

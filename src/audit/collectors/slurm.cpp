@@ -7,6 +7,7 @@
 #include <set>
 
 #include "audit/collectors/collector.h"
+#include "audit/parse/health_check.h"
 #include "audit/parse/kv_conf.h"
 #include "core/strings.h"
 
@@ -25,7 +26,8 @@ constexpr std::string_view kConfPaths[] = {"/etc/slurm/slurm.conf", "/etc/slurm-
 constexpr std::string_view kKeys[] = {
     "HealthCheckProgram", "HealthCheckInterval", "HealthCheckNodeState", "TopologyPlugin", "AccountingStorageType",
     "JobAcctGatherType",  "ProctrackType",       "TaskPlugin",           "GresTypes",      "Prolog",
-    "PrologFlags",        "SelectType",          "SlurmctldHost"};
+    "PrologFlags",        "SelectType",          "SlurmctldHost",        "ReturnToService", "RebootProgram",
+    "ResumeTimeout"};
 
 constexpr std::string_view kClientTools[] = {"sinfo", "squeue", "srun", "sbatch", "sacct", "scontrol"};
 
@@ -153,6 +155,40 @@ void record_healthcheck_installed(const CollectContext& ctx, Facts& facts) {
     facts.present(std::string(kKey), p, p);
   else
     facts.absent(std::string(kKey), p, fmt::format("{} does not exist on this host", p));
+}
+
+// What the HealthCheckProgram does to the node when it is a script: drains it, resumes it
+// (audit/parse/health_check.h). Absent for a program that is not a script or is not here.
+void record_healthcheck_actions(const CollectContext& ctx, Facts& facts) {
+  constexpr std::string_view kKey = "slurm.healthcheck_program.actions";
+  const Fact* installed = facts.find("slurm.healthcheck_program.installed");
+  if (!installed || installed->status != FactStatus::present) return;
+  const std::string& p = installed->value;
+  std::string err;
+  auto text = read_optional(ctx, p, &err, kMaxConfBytes);
+  if (!text) {
+    if (err.empty()) facts.absent(std::string(kKey), p, fmt::format("{} could not be read", p));
+    else facts.error(std::string(kKey), p, err);
+    return;
+  }
+  auto actions = classify_health_script(*text);
+  if (!actions) {
+    facts.absent(std::string(kKey), p, fmt::format("{} is not a script; what it does to the node is not read", p));
+    return;
+  }
+  std::string value = actions->drains && actions->resumes ? "drains resumes"
+                      : actions->drains                   ? "drains"
+                      : actions->resumes                  ? "resumes"
+                                                          : "none";
+  if (actions->skips_drained) value += " skips-drained";
+  std::string detail;
+  if (actions->drains) detail = fmt::format("drains or downs the node at line {}", actions->drain_line);
+  if (actions->resumes)
+    detail += fmt::format("{}resumes it at line {}", detail.empty() ? "" : "; ", actions->resume_line);
+  if (actions->skips_drained)
+    detail += fmt::format(", but exits first when the node is drained (line {})", actions->skip_line);
+  if (detail.empty()) detail = "neither drains nor resumes the node (scontrol, node-mark-offline/online)";
+  facts.present(std::string(kKey), value, p, detail);
 }
 
 // The topology kinds ("block", "tree", "flat") that a topology.yaml defines.
@@ -453,6 +489,7 @@ void collect_slurm(const CollectContext& ctx, Facts& facts) {
   if (auto e = entries_named(conf, "PlugStackConfig"); !e.empty())
     facts.present("slurm.conf.PlugStackConfig", e.back()->value, e.back()->source);
   record_healthcheck_installed(ctx, facts);
+  record_healthcheck_actions(ctx, facts);
   collect_topology(ctx, dir, facts);
   collect_cgroup(ctx, dir, facts);
   collect_gres(ctx, dir, facts);

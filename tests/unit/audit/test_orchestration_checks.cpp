@@ -562,5 +562,86 @@ TEST(OrchestrationChecks, GpuContainers) {
   EXPECT_OUTCOME(run("orchestration.gpu_containers", f), Outcome::not_applicable);
 }
 
+// The stuck-remediation loop raters meet, read statically: the health check is the only thing
+// that resumes a node it drained, and slurmctld never runs it on a drained node.
+TEST(OrchestrationChecks, HealthCheckThatCannotReturnTheNodesItDrains) {
+  const std::string id = "orchestration.slurm.healthcheck_returns_nodes";
+  {  // NHC under ANY (the healthy node): passes, and says how it returns nodes.
+    Node n;
+    Finding finding = run(id, n.facts());
+    EXPECT_OUTCOME(finding, Outcome::pass);
+    EXPECT_TRUE(has(finding.reason, "NHC:")) << finding.reason;
+  }
+  for (std::string_view states : {"NONDRAINED_IDLE", "ALLOC,MIXED", "nondrained_idle,CYCLE", "START_ONLY"}) {
+    Node n;
+    n.set("HealthCheckNodeState", "HealthCheckNodeState=" + std::string(states));
+    Finding finding = run(id, n.facts());
+    EXPECT_OUTCOME(finding, Outcome::fail);
+    EXPECT_TRUE(has(finding.reason, "can never finish")) << states << ": " << finding.reason;
+  }
+  for (std::string_view states : {"IDLE", "IDLE,CYCLE", "CYCLE", "ANY,NONDRAINED_IDLE", "ALLOC,IDLE", "BOGUS"}) {
+    Node n;  // each runs on drained idle nodes (CYCLE alone and unknown words are ANY to slurmctld)
+    n.set("HealthCheckNodeState", "HealthCheckNodeState=" + std::string(states));
+    EXPECT_OUTCOME(run(id, n.facts()), Outcome::pass);
+  }
+  {  // No interval: the check runs only when slurmd starts.
+    Node n;
+    n.set("HealthCheckInterval", "");
+    Finding finding = run(id, n.facts());
+    EXPECT_OUTCOME(finding, Outcome::fail);
+    EXPECT_TRUE(has(finding.reason, "never runs periodically")) << finding.reason;
+  }
+  {  // A site script that drains and resumes its own nodes (the OCI/Azure health.sh shape) under IDLE.
+    Node n;
+    n.h.write("/etc/slurm/health.sh",
+              "#!/bin/bash\n# drain on failure, resume what we drained\n"
+              "if ! dcgmi diag -r 1 >/dev/null; then\n"
+              "  scontrol update nodename=$NODE state=drain reason=\"Healthcheck:: dcgmi diag failed\"\n"
+              "elif [[ $REASON == Healthcheck::* ]]; then\n"
+              "  scontrol update nodename=$NODE state=resume\nfi\n");
+    n.set("HealthCheckProgram", "HealthCheckProgram=/etc/slurm/health.sh");
+    n.set("HealthCheckNodeState", "HealthCheckNodeState=IDLE,CYCLE");
+    EXPECT_OUTCOME(run(id, n.facts()), Outcome::pass);
+    // The same script under NONDRAINED_IDLE: the resume at line 6 can never run on a drained node.
+    n.set("HealthCheckNodeState", "HealthCheckNodeState=NONDRAINED_IDLE");
+    Finding finding = run(id, n.facts());
+    EXPECT_OUTCOME(finding, Outcome::fail);
+    EXPECT_TRUE(has(finding.reason, "resumes it at line 6")) << finding.reason;
+    EXPECT_TRUE(has(finding.reason, "NONDRAINED_IDLE")) << finding.reason;
+  }
+  {  // The rater's loop: the script resumes, but leaves first when its node is drained (under ANY).
+    Node n;
+    n.h.write("/etc/slurm/hc.sh",
+              "#!/bin/sh\ncase \"$(scontrol -o show node $SLURMD_NODENAME)\" in *DRAIN*) exit 0 ;; esac\n"
+              "gpu_ok || { scontrol update nodename=$SLURMD_NODENAME state=drain reason=hc; exit 1; }\n"
+              "scontrol update nodename=$SLURMD_NODENAME state=resume\n");
+    n.set("HealthCheckProgram", "HealthCheckProgram=/etc/slurm/hc.sh");
+    Finding finding = run(id, n.facts());
+    EXPECT_OUTCOME(finding, Outcome::fail);
+    EXPECT_TRUE(has(finding.reason, "exits first when the node is drained (line 2)")) << finding.reason;
+  }
+  {  // A script that drains and never resumes: every drained node waits for someone else.
+    Node n;
+    n.h.write("/etc/slurm/gpucheck.sh",
+              "#!/bin/sh\nnvidia-smi -q >/dev/null || scontrol update NodeName=$(hostname -s) State=DRAIN Reason=gpu\n");
+    n.set("HealthCheckProgram", "HealthCheckProgram=/etc/slurm/gpucheck.sh");
+    Finding finding = run(id, n.facts());
+    EXPECT_OUTCOME(finding, Outcome::warn);
+    EXPECT_TRUE(has(finding.reason, "ever resumes a node")) << finding.reason;
+  }
+  {  // A binary program under NONDRAINED_IDLE: what it does is unknown, so a warning, not a pass.
+    Node n;
+    n.h.write("/usr/local/sbin/healthd", std::string("\x7f" "ELF\0\0", 6));
+    n.set("HealthCheckProgram", "HealthCheckProgram=/usr/local/sbin/healthd");
+    n.set("HealthCheckNodeState", "HealthCheckNodeState=NONDRAINED_IDLE");
+    EXPECT_OUTCOME(run(id, n.facts()), Outcome::warn);
+  }
+  {  // No health check at all: another check's business.
+    Node n;
+    n.set("HealthCheckProgram", "");
+    EXPECT_OUTCOME(run(id, n.facts()), Outcome::not_applicable);
+  }
+}
+
 }  // namespace
 }  // namespace cmax::audit

@@ -1,5 +1,5 @@
 // Golden streams (tests/golden/sse/*.sse, see the README there) through SseParser and
-// parse_stream_data, compared with the summary in <name>.expected.json. Each stream is fed whole,
+// parse_stream_data (parse_messages_event for messages_*.sse), compared with the summary in <name>.expected.json. Each stream is fed whole,
 // one byte at a time, and in random pieces (fixed seeds): the summary must not depend on the split.
 
 #include <gtest/gtest.h>
@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "loadgen/chunk.h"
+#include "loadgen/messages_chunk.h"
 #include "loadgen/sse.h"
 
 using namespace cmax::loadgen;
@@ -31,13 +32,16 @@ std::string read_file(const std::filesystem::path& p) {
 
 // What a client keeps of one response, built from the events as they come.
 struct Summary : SseSink {
+  explicit Summary(bool messages_api) : messages(messages_api) {}
+  bool messages;      // Anthropic's Messages API (messages_*.sse): parse_messages_event
+  MessagesUsage acc;  // its usage, merged across events
   std::size_t content_chunks = 0;
   std::string content, finish_reason, id;
   json usage = nullptr, error = nullptr, protocol_errors = json::array();
   bool done = false;
 
   void on_event(const SseEvent& e) override {
-    auto r = parse_stream_data(e.data, true);
+    auto r = messages ? parse_messages_event(e.event, e.data, true, acc) : parse_stream_data(e.data, true);
     if (!r) {
       protocol_errors.push_back(r.error().message);
       return;
@@ -62,9 +66,9 @@ struct Summary : SseSink {
   }
 };
 
-json summarize(const std::string& stream, const std::vector<std::size_t>& piece_sizes) {
+json summarize(const std::string& stream, const std::vector<std::size_t>& piece_sizes, bool messages) {
   SseParser parser;
-  Summary s;
+  Summary s(messages);
   std::size_t at = 0, i = 0;
   while (at < stream.size()) {
     const std::size_t n = piece_sizes.empty() ? stream.size() : piece_sizes[i++ % piece_sizes.size()];
@@ -101,14 +105,15 @@ TEST_P(SseGolden, MatchesExpectedSummary) {
   const std::string stream = read_file(kDir / (GetParam() + ".sse"));
   ASSERT_FALSE(stream.empty());
   const json expected = json::parse(read_file(kDir / (GetParam() + ".expected.json")));
-  EXPECT_EQ(summarize(stream, {}), expected) << "whole: got\n" << summarize(stream, {}).dump(2);
-  EXPECT_EQ(summarize(stream, {1}), expected) << "byte by byte";
+  const bool messages = GetParam().starts_with("messages_");
+  EXPECT_EQ(summarize(stream, {}, messages), expected) << "whole: got\n" << summarize(stream, {}, messages).dump(2);
+  EXPECT_EQ(summarize(stream, {1}, messages), expected) << "byte by byte";
   for (unsigned seed : {1U, 2U, 3U, 42U}) {
     std::mt19937 rng(seed);
     std::uniform_int_distribution<std::size_t> size(1, 64);
     std::vector<std::size_t> pieces(257);
     for (auto& p : pieces) p = size(rng);
-    EXPECT_EQ(summarize(stream, pieces), expected) << "random pieces, seed " << seed;
+    EXPECT_EQ(summarize(stream, pieces, messages), expected) << "random pieces, seed " << seed;
   }
 }
 
