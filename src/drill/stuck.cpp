@@ -115,7 +115,7 @@ StuckDiagnosis diagnose_stuck(const StuckEvidence& e) {
   }
   if (e.stage != "returned") return d;
 
-  if (n.drain_flag() && s.config_read && !program.empty()) {
+  if (n.drain_flag() && !n.down() && s.config_read && !program.empty()) {
     if (nhc && first_word(n.reason) != "NHC:") {
       d.loop = fmt::format("NHC is the health check, and it resumes only nodes whose reason starts with \"NHC:\" "
                            "(node-mark-online); {} was drained for another reason (\"{}\"{}), so NHC will never return "

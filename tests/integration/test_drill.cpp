@@ -12,6 +12,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <stop_token>
 #include <regex>
 #include <thread>
@@ -194,6 +195,95 @@ TEST_F(Drill, AHealthCheckScriptThatGrepsDmesgIsTimedToo) {
   EXPECT_EQ(d.report["nodes"][0]["after"]["reason"], "NHC: GPU Xid in dmesg");
   std::printf("[ measure  ] drill with a HealthCheckProgram script every 2 s: detected %.1f ms (+/- %.1f)\n",
               (*detected)["at_ms"].get<double>(), (*detected)["uncertainty_ms"].get<double>() / 2);
+}
+
+// The stuck-remediation loop raters meet, reproduced: the site's health check drains its node on
+// a GPU fault and is the only thing that resumes it, but it refuses to run on a drained node (like
+// the provider whose remediation check "needed the node to be healthy before it could run"). The
+// fault is real (the drill's Xid line in this machine's /dev/kmsg, read by dmesg); the repair is
+// the test's file. The drill stops at its bound and names the loop; the audit's static check
+// fails on that slurm.conf and passes once the script no longer exits on a drained node.
+TEST_F(Drill, DrillStuckWhenTheOnlyResumeNeedsTheNodeUndrained) {
+  const auto dir = std::filesystem::temp_directory_path() / fmt::format("cmax-stuck-{}", ::getpid());
+  std::filesystem::create_directories(dir);
+  const auto script = dir / "healthcheck.sh";
+  auto write_script = [&](const std::filesystem::path& path, bool skips_drained) {
+    std::ofstream out(path);
+    // slurmd runs it with a bare environment: absolute paths, slurm.conf from a file the test writes.
+    out << "#!/bin/sh\n"
+           "[ \"$SLURMD_NODENAME\" = n2 ] || exit 0\n"
+           "SLURM_CONF=$(cat " << (dir / "conf").string() << ") && export SLURM_CONF || exit 0\n"
+           "state=$(/usr/bin/scontrol -o show node \"$SLURMD_NODENAME\")\n";
+    if (skips_drained) out << "case \"$state\" in *DRAIN*) exit 0 ;; esac\n";
+    out << "if [ ! -e " << (dir / "repaired").string() << " ] && /usr/bin/dmesg | /usr/bin/grep -q "
+           "\"NVRM: Xid.*name=cmaxdrill-stk01\"; then\n"
+           "  /usr/bin/scontrol update NodeName=\"$SLURMD_NODENAME\" State=DRAIN Reason=\"hc: GPU Xid 79\"\n"
+           "  exit 1\n"
+           "fi\n"
+           "case \"$state\" in *Reason=hc:*) /usr/bin/scontrol update NodeName=\"$SLURMD_NODENAME\" State=RESUME ;; esac\n";
+  };
+  write_script(script, true);
+  ::chmod(script.c_str(), 0755);
+  auto c = SlurmCluster::start({.nodes = 2, .extra_conf = {"HealthCheckProgram=" + script.string(),
+                                                           "HealthCheckInterval=2", "HealthCheckNodeState=ANY"}});
+  ASSERT_TRUE(c) << c.error().message;
+  auto& cluster = **c;
+  std::ofstream(dir / "conf") << cluster.conf_path();
+  // The repair: once the health check has drained n2, the GPU is swapped. Only the check that
+  // refuses to run on a drained node could see it and resume the node.
+  std::jthread repair([&](std::stop_token stop) {
+    if (!injected_under(cluster.dir(), 60s, stop)) return;
+    auto drained = cluster.wait_for("n2", [](const cmax::sched::NodeState& n) { return n.drain_flag(); }, 30s);
+    if (drained && !stop.stop_requested()) std::ofstream(dir / "repaired") << "GPU swapped\n";
+  });
+  auto d = drill(cluster, {"--scenario", "xid79", "--nodes", "n2", "--yes", "--drill-id", "stk01", "--wait-return",
+                           "--detect-timeout-s", "30", "--drain-timeout-s", "30", "--return-timeout-s", "20"});
+  repair.request_stop();
+  repair.join();
+  ASSERT_TRUE(d.report.is_object()) << d.out << d.err;
+  const json* drained = stage(d.report, "drained");
+  const json* returned = stage(d.report, "returned");
+  ASSERT_TRUE(drained && returned);
+  ASSERT_TRUE((*drained)["reached"].get<bool>()) << d.report.dump(2);
+  EXPECT_FALSE((*returned)["reached"].get<bool>()) << d.report.dump(2);
+  EXPECT_EQ(d.exit_code, 1);
+  const json& stuck = d.report["nodes"][0]["stuck"];
+  ASSERT_TRUE(stuck.is_object()) << d.report.dump(2);
+  EXPECT_EQ(stuck["stage"], "returned");
+  ASSERT_TRUE(stuck["loop"].is_string()) << stuck.dump(2);
+  const std::string loop = stuck["loop"].get<std::string>();
+  EXPECT_NE(loop.find(script.string() + " is the only thing that resumes n2"), std::string::npos) << loop;
+  EXPECT_NE(loop.find("exits first when its node is drained (line 5)"), std::string::npos) << loop;
+  const std::string evidence = stuck["evidence"].dump();
+  EXPECT_NE(evidence.find("reason \\\"hc: GPU Xid 79\\\" set by root"), std::string::npos) << evidence;
+  EXPECT_NE(evidence.find("HealthCheckNodeState=ANY"), std::string::npos) << evidence;
+  std::printf("[ measure  ] stuck drill: drained at %.1f ms, not returned by the %d s bound; loop named\n",
+              (*drained)["at_ms"].get<double>(), 20);
+
+  // The static check on the same slurm.conf: fails; with the script that runs on drained nodes:
+  // passes.
+  auto audit = [&](const std::string& conf) {
+    auto r = cmax::core::run_process({{CMAX_BIN, "audit", "--json", "--harness", "slurm"}, 120s, 16u << 20,
+                                      {"SLURM_CONF=" + conf}});
+    EXPECT_TRUE(r) << r.error().message;
+    json j = r ? json::parse(r->out, nullptr, false) : json();
+    for (const auto& f : j.value("findings", json::array()))
+      if (f["id"] == "orchestration.slurm.healthcheck_returns_nodes") return f;
+    ADD_FAILURE() << "no finding in " << (r ? r->out.substr(0, 2000) : std::string());
+    return json();
+  };
+  const json stuck_finding = audit(cluster.conf_path());
+  EXPECT_EQ(stuck_finding.value("result", ""), "fail") << stuck_finding.dump(2);
+  const auto fixed_script = dir / "healthcheck-fixed.sh";
+  write_script(fixed_script, false);
+  ::chmod(fixed_script.c_str(), 0755);
+  std::ifstream in(cluster.conf_path());
+  std::string conf{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  conf.replace(conf.find(script.string()), script.string().size(), fixed_script.string());
+  std::ofstream(dir / "slurm-fixed.conf") << conf;
+  const json fixed_finding = audit((dir / "slurm-fixed.conf").string());
+  EXPECT_EQ(fixed_finding.value("result", ""), "pass") << fixed_finding.dump(2);
+  std::filesystem::remove_all(dir);
 }
 
 TEST_F(Drill, NoDetectorIsNeverDetectedAfterTheTimeout) {
