@@ -6,9 +6,12 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <random>
 #include <sstream>
 #include <thread>
@@ -37,6 +40,7 @@
 #include "sched/policy.h"
 #include "sched/kubernetes.h"
 #include "sched/slurm.h"
+#include "sched/slurm_parse.h"
 
 namespace cmax::app {
 namespace {
@@ -51,6 +55,7 @@ struct DrillFlags {
   double until_unix = 0;  ///< drill inject: the marker's until
   bool end_marker = false;  ///< drill inject --end
   int max_nodes = 2, poll_ms = 5, scontrol_timeout_ms = 5000;
+  int parallel = 8;  ///< targets drilled at once
   int detect_timeout_s = 900, drain_timeout_s = 1800, replace_timeout_s = 1800, return_timeout_s = 3600;
   int detect_threshold_s = 60, drain_threshold_s = 300, replace_threshold_s = 900;
   std::string drill_id;
@@ -261,15 +266,82 @@ json detector_of(const std::vector<drill::Observation>& seen, const sched::NodeS
   return {{"by", "none"}, {"owner", nullptr}, {"reason", ""}};
 }
 
+// Idle nodes in service outside every active reservation: what a REPLACE_DOWN reservation can swap
+// in. nullopt when the nodes or the reservations could not be read.
+std::optional<std::vector<std::string>> idle_outside_reservations(const sched::SlurmOptions& so) {
+  auto nodes_text = sched::run_scontrol(so, {so.scontrol, "-o", "show", "nodes"}, 64u << 20);
+  auto res_text = sched::run_scontrol(so, {so.scontrol, "-o", "show", "reservation"}, 16u << 20);
+  if (!nodes_text || !res_text) return std::nullopt;
+  auto nodes = sched::parse_scontrol_nodes(*nodes_text);
+  auto reservations = sched::parse_scontrol_reservations(*res_text);
+  if (!nodes || !reservations) return std::nullopt;
+  std::vector<std::string> out;
+  for (const auto& n : *nodes) {
+    if (n.base != "IDLE" || !n.flags.empty()) continue;
+    const bool reserved = std::any_of(reservations->begin(), reservations->end(), [&](const sched::Reservation& r) {
+      return r.state == "ACTIVE" && r.contains(n.name);
+    });
+    if (!reserved) out.push_back(n.name);
+  }
+  return out;
+}
+
+// The numbers a rater quotes for a drill of several nodes at once: how many reached each stage, and
+// when (on the fleet's clock: ms after the first injection) the first and the last one did;
+// which were not replaced; the spares there were.
+json fleet_summary(const json& nodes, const std::vector<std::string>& spares_before) {
+  double first_injection = -1;
+  for (const auto& n : nodes)
+    if (n.contains("injected_at_ms")) {
+      const double t = n["injected_at_ms"].get<double>();
+      first_injection = first_injection < 0 ? t : std::min(first_injection, t);
+    }
+  json stages = json::object();
+  for (std::string_view name : {"detected", "drained", "replaced", "returned"}) {
+    std::vector<double> at;
+    std::vector<std::string> missing;
+    bool awaited = false;
+    for (const auto& n : nodes) {
+      if (!n.contains("stages")) continue;
+      for (const auto& st : n["stages"]) {
+        if (st["stage"] != name) continue;
+        awaited = awaited || st["awaited"].get<bool>();
+        if (st["reached"].get<bool>())
+          at.push_back(n["injected_at_ms"].get<double>() - first_injection + st["at_ms"].get<double>());
+        else
+          missing.push_back(n["node"].get<std::string>());
+      }
+    }
+    if (!awaited) continue;
+    std::sort(at.begin(), at.end());
+    stages[std::string(name)] = {{"reached", at.size()},
+                                 {"of", at.size() + missing.size()},
+                                 {"at_ms", at},
+                                 {"first_ms", at.empty() ? json(nullptr) : json(at.front())},
+                                 {"all_ms", missing.empty() && !at.empty() ? json(at.back()) : json(nullptr)},
+                                 {"not_reached", missing}};
+  }
+  return {{"nodes", nodes.size()}, {"stages", stages}, {"spares_before", spares_before},
+          {"spares_before_count", spares_before.size()}};
+}
+
 // Why an awaited stage did not complete (drill/stuck.h): the node as last seen, the controller's
 // health-check setup (scontrol show config), the program itself when it is on this host, the
 // node's slurmd log when the node is this machine, and the reservations holding it. Read once the
 // watch has given up; reads only.
 json stuck_report(const sched::SlurmOptions& so, const std::string& stage, const sched::NodeState& node, bool local,
-                  const std::vector<sched::Reservation>& reservations) {
+                  const std::vector<sched::Reservation>& reservations, const std::string& watched_reservation,
+                  const std::vector<std::string>& spares_before) {
   drill::StuckEvidence ev;
   ev.stage = stage;
   ev.node = node;
+  if (stage == "replaced" && !watched_reservation.empty()) {
+    ev.reservation = watched_reservation;
+    for (const auto& r : reservations)
+      if (r.name == watched_reservation) ev.reservation_replaces = r.has_flag("REPLACE_DOWN");
+    ev.spares_before = spares_before;
+    ev.spares_now = idle_outside_reservations(so);
+  }
   auto config_text = sched::run_scontrol(so, {so.scontrol, "show", "config"}, 4u << 20);
   std::map<std::string, std::string, std::less<>> config;
   if (config_text) config = drill::parse_scontrol_config(*config_text);
@@ -321,6 +393,10 @@ int run_drill(const DrillFlags& f0) {
   if (static_cast<int>(nodes->size()) > f.max_nodes)
     return env_error(fmt::format("--nodes names {} nodes; one drill may touch at most {} (--max-nodes)", nodes->size(),
                                  f.max_nodes));
+  if (nodes->size() > 1 && !f.partition.empty())
+    return env_error("--partition with several --nodes: a node joining the partition cannot be told apart as one "
+                     "target's replacement; watch a --reservation (a target leaving it is its own replacement) or "
+                     "drill the nodes one at a time");
   for (const auto& n : *nodes) {
     auto r = f.kubernetes() ? sched::kube::check_node_name(n) : sched::check_node_name(n);
     if (!r) return env_error(fmt::format("--nodes: {}", r.error().message));
@@ -440,6 +516,12 @@ int run_drill(const DrillFlags& f0) {
   drill::StageTimeouts timeouts{std::chrono::seconds(f.detect_timeout_s), std::chrono::seconds(f.drain_timeout_s),
                                 std::chrono::seconds(f.replace_timeout_s), std::chrono::seconds(f.return_timeout_s)};
 
+  // The spares a REPLACE_DOWN reservation could swap in, before the drill (targets excluded).
+  std::vector<std::string> spares_before;
+  if (!f.kubernetes() && !f.reservation.empty())
+    if (auto idle = idle_outside_reservations(slurm_options))
+      for (auto& n : *idle)
+        if (std::find(nodes->begin(), nodes->end(), n) == nodes->end()) spares_before.push_back(std::move(n));
   json held_before = json::array();
   for (const auto& r : reservations)
     if (r.state == "ACTIVE" && std::any_of(nodes->begin(), nodes->end(), [&](const std::string& n) { return r.contains(n); }))
@@ -458,8 +540,18 @@ int run_drill(const DrillFlags& f0) {
               {"reservations_before", held_before},
               {"provider_runs_cmax", f.provider_runs_cmax},
               {"nodes", json::array()}};
-  int exit_code = kExitOk;
-  for (std::size_t i = 0; i < nodes->size(); ++i) {
+  // One target's drill: baseline, injection, watch, stages, and (when a stage never came) why.
+  // Targets run side by side, at most --parallel at once; each has its own clock (t = 0 at its own
+  // injection) and its own scontrol sessions. Injections are serialized (printk_devkmsg is raised
+  // and put back around each) and so are writes to the audit record.
+  std::mutex inject_mu, audit_mu;
+  const auto drill_start = Clock::now();
+  struct NodeOutcome {
+    json node_json;
+    int exit_code = kExitOk;
+  };
+  auto run_one = [&](std::size_t i) -> NodeOutcome {
+    int exit_code = kExitOk;
     const std::string& node = (*nodes)[i];
     auto optional = [](const std::string& v) { return v.empty() ? std::nullopt : std::optional<std::string>(v); };
     drill::WatchOptions wo;
@@ -470,13 +562,18 @@ int run_drill(const DrillFlags& f0) {
     wo.poll = std::chrono::milliseconds(f.poll_ms);
     wo.timeouts = timeouts;
     wo.wait_return = f.wait_return;
+    wo.shared_watch = nodes->size() > 1;
     auto poller_ptr = backend->poller->another();
     drill::Poller& poller = *poller_ptr;
     auto t0 = Clock::now();
     auto baseline = poller.observe(wo, t0);
-    if (!baseline) return env_error(baseline.error().message);
+    if (!baseline) {
+      fmt::print(stderr, "cmax drill: {}: {}; nothing was injected there\n", node, baseline.error().message);
+      return {json{{"node", node}, {"error", baseline.error().message}}, kExitEnv};
+    }
     // The injection's own time is t = 0 for every stage. The watch starts with it, so polls during
-    // the injection bound a fast detector's reaction from below.
+    // the injection bound a fast detector's reaction from below. One target injects at a time.
+    std::unique_lock inject_lock(inject_mu);
     t0 = Clock::now();
     baseline->t_start = baseline->t_end = std::chrono::microseconds(0);
     int failed_polls = 0;
@@ -485,25 +582,31 @@ int run_drill(const DrillFlags& f0) {
     std::jthread watcher([&] { seen = drill::watch(poller, wo, *baseline, t0, stop_watch.get_token(), failed_polls); });
     const std::string node_reservation = reservation_of(reservations, node);
     auto injected = inject_on(f, node, *steps, t0, is_local(node), node_reservation);
+    inject_lock.unlock();
     json node_json{{"node", node}, {"inject", is_local(node) ? "local" : "srun"}, {"before", state_json(before[i])}};
     if (!node_reservation.empty()) node_json["reservation"] = node_reservation;
     if (!injected) {
       stop_watch.request_stop();
       watcher.join();
       node_json["error"] = injected.error().message;
-      report["nodes"].push_back(node_json);
-      exit_code = kExitEnv;
-      continue;
+      return {node_json, kExitEnv};
     }
-    for (const auto& l : *injected) {
-      json a{{"drill_id", f.drill_id}, {"node", node}, {"t_unix", l.t_unix}, {"level", l.level}, {"text", l.text}};
-      audit_log << a.dump() << "\n";
-      node_json["injected"].push_back({{"t_us", l.t_us}, {"t_unix", l.t_unix}, {"level", l.level}, {"text", l.text}});
+    {
+      std::lock_guard lock(audit_mu);
+      for (const auto& l : *injected) {
+        json a{{"drill_id", f.drill_id}, {"node", node}, {"t_unix", l.t_unix}, {"level", l.level}, {"text", l.text}};
+        audit_log << a.dump() << "\n";
+        node_json["injected"].push_back({{"t_us", l.t_us}, {"t_unix", l.t_unix}, {"level", l.level}, {"text", l.text}});
+      }
+      audit_log.flush();
     }
-    audit_log.flush();
+    node_json["injected_at_ms"] = std::chrono::duration<double, std::milli>(t0 - drill_start).count();
     watcher.join();
-    auto stages = drill::compute_stages(*baseline, seen, thresholds, timeouts);
-    if (!stages) return env_error(stages.error().message);
+    auto stages = drill::compute_stages(*baseline, seen, thresholds, timeouts, wo.shared_watch);
+    if (!stages) {
+      node_json["error"] = stages.error().message;
+      return {node_json, kExitEnv};
+    }
     double worst_uncertainty = 0;
     for (const auto& st : *stages) {
       const bool awaited = st.stage == drill::Stage::kDetected || st.stage == drill::Stage::kDrained ||
@@ -535,13 +638,32 @@ int run_drill(const DrillFlags& f0) {
       }
       if (!stuck.empty())
         node_json["stuck"] = stuck_report(slurm_options, stuck, seen.empty() ? before[i] : seen.back().target,
-                                          is_local(node), reservations);
+                                          is_local(node), reservations, f.reservation, spares_before);
     }
     // A drill on this machine ends its lines at once; one through srun ends them at cleanup (the
     // node is drained now, so no srun reaches it).
     if (is_local(node)) node_json["end_marker"] = write_end_marker(f, node, true, node_reservation);
-    report["nodes"].push_back(node_json);
+    return {node_json, exit_code};
+  };
+  std::vector<NodeOutcome> outcomes(nodes->size());
+  {
+    std::atomic<std::size_t> next{0};
+    auto worker = [&] {
+      for (std::size_t i = next++; i < nodes->size(); i = next++) outcomes[i] = run_one(i);
+    };
+    const std::size_t width = std::min<std::size_t>(nodes->size(), static_cast<std::size_t>(std::max(f.parallel, 1)));
+    std::vector<std::jthread> workers;
+    for (std::size_t w = 1; w < width; ++w) workers.emplace_back(worker);
+    worker();
   }
+  int exit_code = kExitOk;
+  for (auto& o : outcomes) {
+    report["nodes"].push_back(std::move(o.node_json));
+    if (o.exit_code == kExitEnv) exit_code = kExitEnv;
+    else if (o.exit_code != kExitOk && exit_code == kExitOk) exit_code = o.exit_code;
+  }
+  report["parallel"] = std::min<std::size_t>(nodes->size(), static_cast<std::size_t>(std::max(f.parallel, 1)));
+  if (nodes->size() > 1) report["fleet"] = fleet_summary(report["nodes"], spares_before);
   report["exit_code"] = exit_code;
   {
     std::ofstream out(std::filesystem::path(dir) / "drill.json");
@@ -581,6 +703,23 @@ int run_drill(const DrillFlags& f0) {
                    d["owner"] == "rater" ? " (started by the rater, not the provider's: not credited to the provider; "
                                            "--provider-runs-cmax if the provider runs it)"
                                          : "");
+    }
+    if (const auto& fleet = report.value("fleet", json()); fleet.is_object()) {
+      fmt::print("fleet ({} nodes, {} at once; ms after the first injection):\n", fleet["nodes"].get<std::size_t>(),
+                 report["parallel"].get<std::size_t>());
+      for (const auto& [name, st] : fleet["stages"].items()) {
+        std::string line = fmt::format("  {:<9} {}/{}", name, st["reached"].get<std::size_t>(), st["of"].get<std::size_t>());
+        if (!st["first_ms"].is_null()) line += fmt::format("  first {:.1f} ms", st["first_ms"].get<double>());
+        if (!st["all_ms"].is_null()) line += fmt::format(", all by {:.1f} ms", st["all_ms"].get<double>());
+        if (!st["not_reached"].empty())
+          line += fmt::format("  not: {}", fmt::join(st["not_reached"].get<std::vector<std::string>>(), ", "));
+        fmt::print("{}\n", line);
+      }
+      if (!report["reservation"].is_null())
+        fmt::print("  spares before the drill: {}{}\n", fleet["spares_before_count"].get<std::size_t>(),
+                   fleet["spares_before"].empty()
+                       ? std::string()
+                       : fmt::format(" ({})", fmt::join(fleet["spares_before"].get<std::vector<std::string>>(), ", ")));
     }
     fmt::print("run directory: {} (drill.json, injected.jsonl); cmax drill cleanup --run {} --yes restores the nodes\n",
                dir, dir);
@@ -758,6 +897,12 @@ Runner setup_drill(CLI::App& sub) {
   run->add_option("--nodes", f->nodes, "Target nodes, a Slurm hostlist (n1,n2 or n[1-2])");
   run->add_flag("--yes", f->yes, "Inject for real (without it: print the plan)");
   run->add_option("--max-nodes", f->max_nodes, "The most nodes one drill may touch")->capture_default_str();
+  run->add_option("--parallel", f->parallel,
+                  "Targets drilled at once (each with its own clock and scontrol sessions; injections one at a "
+                  "time); the report adds the fleet's numbers: how many were detected, drained and replaced, and "
+                  "when the last one was")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
   run->add_option("--reservation", f->reservation,
                   "A reservation to watch for the replacement (e.g. Flags=REPLACE_DOWN with spares)");
   run->add_option("--partition", f->partition, "A partition to watch for the replacement: a node added to it");

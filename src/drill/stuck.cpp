@@ -1,6 +1,7 @@
 #include "drill/stuck.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/strings.h"
 
@@ -111,6 +112,27 @@ StuckDiagnosis diagnose_stuck(const StuckEvidence& e) {
       d.next = "the DRAIN flag is set but jobs still run on the node: it is drained once they end or are requeued";
     else if (!n.drain_flag() && !n.down())
       d.next = "nothing set DRAIN or DOWN: the fault was seen (or not) but no detector took the node out of service";
+    return d;
+  }
+  if (e.stage == "replaced") {
+    if (e.reservation.empty()) return d;
+    const std::string before = e.spares_before.empty() ? std::string("none")
+                                                       : fmt::format("{}", fmt::join(e.spares_before, ", "));
+    d.evidence.push_back(fmt::format("idle nodes outside every reservation before the drill: {}", before));
+    if (e.spares_now)
+      d.evidence.push_back(fmt::format("idle nodes outside every reservation now: {}",
+                                       e.spares_now->empty() ? std::string("none") : fmt::format("{}", fmt::join(*e.spares_now, ", "))));
+    if (!e.reservation_replaces)
+      d.next = fmt::format("reservation {} has no Flags=REPLACE_DOWN: Slurm never swaps a spare in for a drained member",
+                           e.reservation);
+    else if (e.spares_now && e.spares_now->empty())
+      d.next = fmt::format("no idle node was left outside the reservations to replace {} in reservation {} (spares "
+                           "before the drill: {}; {}): add spares or return the drained nodes",
+                           n.name, e.reservation, e.spares_before.size(), before);
+    else if (e.spares_now)
+      d.next = fmt::format("idle nodes were there ({}) but Slurm did not swap one in for {}: check that they are in the "
+                           "reservation's partition and not reserved elsewhere",
+                           fmt::join(*e.spares_now, ", "), n.name);
     return d;
   }
   if (e.stage != "returned") return d;

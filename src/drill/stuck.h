@@ -15,6 +15,8 @@
 //     before it can run");
 //   - NHC is the resume path, but the node was drained for another reason (cmaxd's, an operator's):
 //     NHC never resumes a reason it did not set.
+// And for a replacement that never came: the watched reservation has no REPLACE_DOWN, or no idle
+// node was left outside the reservations to swap in (the spares went to the other targets).
 
 #include <cstdint>
 #include <map>
@@ -56,6 +58,12 @@ struct StuckEvidence {
   RemediationSetup setup;
   std::vector<std::string> health_check_log;  ///< health_check_log_lines of the node's slurmd
   std::vector<std::string> reservations;      ///< reservations holding the node ("maint (MAINT)")
+  // The replacement, when a reservation was watched:
+  std::string reservation;            ///< its name; "" none watched
+  bool reservation_replaces = false;  ///< it has Flags=REPLACE_DOWN
+  std::vector<std::string> spares_before;  ///< idle nodes outside every reservation before the drill
+  /// Idle nodes outside every reservation now; nullopt when they could not be read.
+  std::optional<std::vector<std::string>> spares_now;
 };
 
 struct StuckDiagnosis {

@@ -39,14 +39,16 @@ bool detected(const sched::NodeState& base, const sched::NodeState& now) {
 }
 
 // What one poll says about the replacement, from every source watched; `how` says what it saw.
-Seen replaced(const Observation& base, const Observation& now, std::string& how) {
+Seen replaced(const Observation& base, const Observation& now, bool shared, std::string& how) {
   const auto& target = base.target.name;
   bool any_known = false;
   if (base.reservation && now.reservation) {
     any_known = true;
     const auto& before = *base.reservation;
+    // Several targets of one reservation: a node that joined may have replaced any of them; only
+    // this target leaving says it was replaced.
     for (const auto& n : now.reservation->nodes)
-      if (n != target && !before.contains(n)) {
+      if (!shared && n != target && !before.contains(n)) {
         how = n + " joined reservation " + before.name;
         return Seen::kYes;
       }
@@ -156,7 +158,7 @@ std::string_view verdict_name(Verdict verdict) {
 Result<std::vector<StageResult>> compute_stages(const Observation& baseline,
                                                 const std::vector<Observation>& observations,
                                                 const StageThresholds& thresholds,
-                                                const StageTimeouts& timeouts) {
+                                                const StageTimeouts& timeouts, bool shared_watch) {
   if (auto v = validate(baseline, observations); !v) return Unexpected<Error>{v.error()};
   const auto& base = baseline.target;
   std::vector<StageResult> out;
@@ -175,7 +177,7 @@ Result<std::vector<StageResult>> compute_stages(const Observation& baseline,
     std::vector<std::string> hows(observations.size());
     auto r = time_stage(
         Stage::kReplaced, observations,
-        [&](std::size_t k) { return replaced(baseline, observations[k], hows[k]); },
+        [&](std::size_t k) { return replaced(baseline, observations[k], shared_watch, hows[k]); },
         thresholds.replaced, timeouts.replaced);
     if (r.reached) r.how = hows[r.observation];
     out.push_back(std::move(r));

@@ -86,10 +86,12 @@ struct StageResult {
 /// A flapping state counts when first seen. Observations must be in order of t_start, each with
 /// t_start >= 0 and t_end >= t_start; a target already drained or down in the baseline, or a
 /// watched job not running on the target in the baseline, is an error, since no stage could be
-/// seen. Deterministic.
+/// seen. `shared_watch`: other targets are drilled at the same time against the same reservation,
+/// so a node joining it may have replaced any of them: only the target leaving the reservation
+/// counts as its replacement. Deterministic.
 Result<std::vector<StageResult>> compute_stages(const Observation& baseline,
                                                 const std::vector<Observation>& observations,
                                                 const StageThresholds& thresholds = {},
-                                                const StageTimeouts& timeouts = {});
+                                                const StageTimeouts& timeouts = {}, bool shared_watch = false);
 
 }  // namespace cmax::drill

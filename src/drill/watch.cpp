@@ -113,7 +113,7 @@ std::vector<Observation> watch(Poller& poller, const WatchOptions& options, cons
     if (last_start >= horizon) return true;
     // compute_stages reads every observation: on long watches, decide every 64th poll.
     if (seen.size() > 1000 && seen.size() % 64 != 0) return false;
-    auto stages = compute_stages(baseline, seen, StageThresholds{}, options.timeouts);
+    auto stages = compute_stages(baseline, seen, StageThresholds{}, options.timeouts, options.shared_watch);
     if (!stages) return false;
     bool all = true;
     for (const auto& st : *stages) {

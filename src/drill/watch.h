@@ -26,6 +26,9 @@ struct WatchOptions {
   std::chrono::milliseconds poll{5};       ///< pause between polls; each poll's own time adds to it
   StageTimeouts timeouts;
   bool wait_return = false;  ///< keep polling after the other stages for "returned" (an operator's resume)
+  /// Other targets are drilled at the same time against the same reservation: only the target
+  /// leaving it is its replacement (compute_stages' shared_watch).
+  bool shared_watch = false;
   /// True when "replaced" can be seen: a reservation, partition or job is watched.
   bool watches_replacement() const { return reservation || partition || job; }
 };

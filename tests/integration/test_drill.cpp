@@ -15,6 +15,7 @@
 #include <iterator>
 #include <stop_token>
 #include <regex>
+#include <set>
 #include <thread>
 
 #include <fmt/format.h>
@@ -284,6 +285,76 @@ TEST_F(Drill, DrillStuckWhenTheOnlyResumeNeedsTheNodeUndrained) {
   const json fixed_finding = audit((dir / "slurm-fixed.conf").string());
   EXPECT_EQ(fixed_finding.value("result", ""), "pass") << fixed_finding.dump(2);
   std::filesystem::remove_all(dir);
+}
+
+// A rack-style drill: three nodes of a four-node REPLACE_DOWN reservation at once, on the six-node
+// trial cluster (n1-n4 reserved as "train", spare1 and spare2 idle). The site (the test) drains
+// each target once its lines are in; Slurm swaps the two spares in for two of them, and the third
+// is reported as not replaced, with why (no idle node left), and the fleet numbers a rater quotes.
+TEST_F(Drill, DrillParallelThreeNodesTwoSparesTheThirdIsNotReplaced) {
+  auto c = SlurmCluster::start_trial();
+  ASSERT_TRUE(c) << c.error().message;
+  auto& cluster = **c;
+  const std::vector<std::string> targets = {"n1", "n2", "n3"};
+  std::jthread site([&](std::stop_token stop) {
+    if (!injected_under(cluster.dir(), 60s, stop)) return;
+    // Every target's lines are in once injected.jsonl names it; drain each as its detector would.
+    std::set<std::string> drained;
+    const auto deadline = std::chrono::steady_clock::now() + 60s;
+    while (drained.size() < targets.size() && !stop.stop_requested() && std::chrono::steady_clock::now() < deadline) {
+      for (const auto& e : std::filesystem::directory_iterator(cluster.dir())) {
+        if (!e.path().filename().string().starts_with("drill-")) continue;
+        std::ifstream in(e.path() / "injected.jsonl");
+        for (std::string line; std::getline(in, line);)
+          for (const auto& t : targets)
+            if (line.find("\"node\":\"" + t + "\"") != std::string::npos && drained.insert(t).second)
+              (void)cluster.scontrol({"update", "NodeName=" + t, "State=DRAIN", "Reason=site: GPU Xid 79"});
+      }
+      std::this_thread::sleep_for(5ms);
+    }
+  });
+  auto d = drill(cluster, {"--scenario", "xid79", "--nodes", "n[1-3]", "--max-nodes", "3", "--yes", "--reservation", "train",
+                           "--detect-timeout-s", "20", "--drain-timeout-s", "20", "--replace-timeout-s", "10"});
+  site.request_stop();
+  site.join();
+  ASSERT_TRUE(d.report.is_object()) << d.out << d.err;
+  EXPECT_EQ(d.report["parallel"], 3);
+  ASSERT_EQ(d.report["nodes"].size(), 3u);
+  int replaced = 0;
+  std::string not_replaced;
+  for (const auto& n : d.report["nodes"]) {
+    ASSERT_FALSE(n.contains("error")) << n.dump(2);
+    for (const auto& st : n["stages"]) {
+      if (st["stage"] == "drained") EXPECT_TRUE(st["reached"].get<bool>()) << n.dump(2);
+      if (st["stage"] != "replaced") continue;
+      if (st["reached"].get<bool>()) {
+        ++replaced;
+        // Several targets share the reservation: only the target leaving it counts as its own.
+        EXPECT_NE(st["how"].get<std::string>().find(" left reservation train"), std::string::npos) << st.dump();
+      } else {
+        not_replaced = n["node"].get<std::string>();
+        EXPECT_EQ(st["verdict"], "never") << "watched to its bound, not cut short by another target's spare";
+        ASSERT_TRUE(n["stuck"].is_object()) << n.dump(2);
+        EXPECT_EQ(n["stuck"]["stage"], "replaced");
+        EXPECT_NE(n["stuck"]["next"].get<std::string>().find("no idle node was left outside the reservations"),
+                  std::string::npos)
+            << n["stuck"].dump(2);
+      }
+    }
+  }
+  EXPECT_EQ(replaced, 2) << d.report.dump(2);
+  EXPECT_FALSE(not_replaced.empty());
+  const json& fleet = d.report["fleet"];
+  ASSERT_TRUE(fleet.is_object()) << d.report.dump(2);
+  EXPECT_EQ(fleet["spares_before"], json({"spare1", "spare2"}));
+  EXPECT_EQ(fleet["stages"]["replaced"]["reached"], 2);
+  EXPECT_EQ(fleet["stages"]["replaced"]["not_reached"], json({not_replaced}));
+  EXPECT_TRUE(fleet["stages"]["replaced"]["all_ms"].is_null());
+  EXPECT_EQ(fleet["stages"]["drained"]["reached"], 3);
+  EXPECT_EQ(d.exit_code, 1);
+  std::printf("[ measure  ] parallel drill of 3 with 2 spares: drained all by %.1f ms, 2 replaced by %.1f ms, %s not\n",
+              fleet["stages"]["drained"]["all_ms"].get<double>(),
+              fleet["stages"]["replaced"]["at_ms"].back().get<double>(), not_replaced.c_str());
 }
 
 TEST_F(Drill, NoDetectorIsNeverDetectedAfterTheTimeout) {
