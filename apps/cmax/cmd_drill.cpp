@@ -194,15 +194,18 @@ Result<core::ProcessResult> srun_bounded(const DrillFlags& f, std::vector<std::s
 
 // Injects on `node`: locally (this machine's /dev/kmsg) or through srun on the node itself, the
 // drill's marker first.
+// `devkmsg` gets what was done to printk_devkmsg around the writes (DevkmsgGuard::note), for the
+// audit record.
 Result<std::vector<drill::Injected>> inject_on(const DrillFlags& f, const std::string& node,
                                                const std::vector<drill::Step>& steps, Clock::time_point t0,
-                                               bool local, const std::string& reservation) {
+                                               bool local, const std::string& reservation, std::string& devkmsg_note) {
   std::vector<drill::Injected> done;
   if (local) {
     std::vector<drill::KmsgLine> lines = {begin_marker(f, node, steps)};
     auto faults = to_kmsg(steps);
     lines.insert(lines.end(), faults.begin(), faults.end());
     auto devkmsg = drill::DevkmsgGuard::raise();
+    devkmsg_note = devkmsg.note();
     if (auto r = drill::inject_kmsg(lines, f.kmsg, t0, done); !r)
       return fail("inject on {}: {} ({} of {} lines written)", node, r.error().message, done.size(), lines.size());
     done.erase(done.begin());  // the marker is no fault line
@@ -222,7 +225,9 @@ Result<std::vector<drill::Injected>> inject_on(const DrillFlags& f, const std::s
   std::istringstream in(r->out);
   for (std::string line; std::getline(in, line);) {
     auto j = json::parse(line, nullptr, false);
-    if (j.is_discarded() || !j.is_object() || j.value("marker", false)) continue;
+    if (j.is_discarded() || !j.is_object()) continue;
+    if (j.contains("devkmsg") && j["devkmsg"].is_string()) devkmsg_note = j["devkmsg"].get<std::string>();
+    if (j.value("marker", false) || !j.contains("text")) continue;
     done.push_back({j.value("t_unix", 0.0), std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t0).count(),
                     j.value("level", 4), j.value("text", "")});
   }
@@ -581,7 +586,8 @@ int run_drill(const DrillFlags& f0) {
     std::stop_source stop_watch;
     std::jthread watcher([&] { seen = drill::watch(poller, wo, *baseline, t0, stop_watch.get_token(), failed_polls); });
     const std::string node_reservation = reservation_of(reservations, node);
-    auto injected = inject_on(f, node, *steps, t0, is_local(node), node_reservation);
+    std::string devkmsg_note;
+    auto injected = inject_on(f, node, *steps, t0, is_local(node), node_reservation, devkmsg_note);
     inject_lock.unlock();
     json node_json{{"node", node}, {"inject", is_local(node) ? "local" : "srun"}, {"before", state_json(before[i])}};
     if (!node_reservation.empty()) node_json["reservation"] = node_reservation;
@@ -593,6 +599,13 @@ int run_drill(const DrillFlags& f0) {
     }
     {
       std::lock_guard lock(audit_mu);
+      // What the drill did to the kernel's rate limit, then each line it wrote.
+      if (!devkmsg_note.empty()) {
+        audit_log << json{{"drill_id", f.drill_id}, {"node", node}, {"sysctl", "kernel.printk_devkmsg"},
+                          {"did", devkmsg_note}}.dump()
+                  << "\n";
+        node_json["devkmsg"] = devkmsg_note;
+      }
       for (const auto& l : *injected) {
         json a{{"drill_id", f.drill_id}, {"node", node}, {"t_unix", l.t_unix}, {"level", l.level}, {"text", l.text}};
         audit_log << a.dump() << "\n";
@@ -744,6 +757,7 @@ int run_inject(const DrillFlags& f) {
   auto faults = to_kmsg(*steps);
   lines.insert(lines.end(), faults.begin(), faults.end());
   auto r = drill::inject_kmsg(lines, f.kmsg, Clock::now(), done);
+  fmt::print("{}\n", json{{"devkmsg", devkmsg.note()}}.dump());
   for (std::size_t i = 0; i < done.size(); ++i) {
     json j{{"t_unix", done[i].t_unix}, {"level", done[i].level}, {"text", done[i].text}};
     if (i == 0) j["marker"] = true;

@@ -135,16 +135,26 @@ TEST_F(Drill, CmaxdDetectsDrainsAndTheReservationReplacesTheNode) {
               (*detected)["at_ms"].get<double>(), (*detected)["uncertainty_ms"].get<double>() / 2,
               (*drained)["at_ms"].get<double>(), (*replaced)["at_ms"].get<double>(),
               d.report["nodes"][0]["max_uncertainty_ms"].get<double>(), d.wall_ms);
-  // The audit record holds every injected line, with the drill's id.
+  // The audit record holds every injected line, with the drill's id, and what the drill did to
+  // printk_devkmsg around its writes (the guard puts it back; other tests share the sysctl, so its
+  // value is not compared here: tests/unit/drill covers the put-back).
   std::ifstream audit(std::filesystem::path(d.dir) / "injected.jsonl");
-  std::size_t lines = 0;
+  std::size_t lines = 0, devkmsg = 0;
   for (std::string line; std::getline(audit, line);) {
     auto j = json::parse(line, nullptr, false);
     ASSERT_FALSE(j.is_discarded()) << line;
     EXPECT_EQ(j["drill_id"], d.report["drill_id"]);
-    ++lines;
+    if (j.contains("sysctl")) {
+      EXPECT_EQ(j["sysctl"], "kernel.printk_devkmsg");
+      EXPECT_NE(j["did"].get<std::string>().find("printk_devkmsg"), std::string::npos) << line;
+      ++devkmsg;
+    } else {
+      ++lines;
+    }
   }
   EXPECT_EQ(lines, d.report["nodes"][0]["injected"].size());
+  EXPECT_EQ(devkmsg, 1u);
+  EXPECT_EQ(d.report["nodes"][0]["devkmsg"].get<std::string>().find("printk_devkmsg"), 0u);
   // Cleanup puts the node back (the plan first: without --yes nothing changes).
   agent->stop();
   auto plan = cmax::core::run_process(
