@@ -52,6 +52,8 @@ constexpr int kExitOk = 0, kExitStageFailed = 1, kExitEnv = audit::kExitUsage;
 struct DrillFlags {
   std::string scenario, nodes, slurm_conf, reservation, partition, job, inject = "auto", out, gpu, kmsg = "/dev/kmsg", run_dir;
   bool yes = false, json = false, wait_return = false, provider_runs_cmax = false;
+  bool reboot = false;        ///< --reboot: once drained, the drill requests the reboot (scontrol reboot nextstate=RESUME)
+  bool await_reboot = false;  ///< --await-reboot: time the provider's own reboot flow
   double until_unix = 0;  ///< drill inject: the marker's until
   bool end_marker = false;  ///< drill inject --end
   int max_nodes = 2, poll_ms = 5, scontrol_timeout_ms = 5000;
@@ -330,6 +332,32 @@ json fleet_summary(const json& nodes, const std::vector<std::string>& spares_bef
           {"spares_before_count", spares_before.size()}};
 }
 
+// --reboot: waits (bounded by the drain timeout) until `node` is drained, then asks Slurm to reboot
+// it and return it: `scontrol reboot nextstate=RESUME reason="cmax drill ID: reboot" NODE`. What
+// was sent, when (ms after the injection) and what came back.
+json request_reboot(const sched::SlurmOptions& so, const DrillFlags& f, const std::string& node, Clock::time_point t0,
+                    std::chrono::milliseconds bound) {
+  const auto deadline = t0 + bound;
+  bool drained = false;
+  while (!drained && Clock::now() < deadline) {
+    auto out = sched::run_scontrol(so, {so.scontrol, "-o", "show", "node", node});
+    if (out)
+      if (auto n = sched::parse_scontrol_node(*out); n && n->drained()) drained = true;
+    if (!drained) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  if (!drained) return {{"requested", false}, {"result", "not drained within the drain timeout: no reboot requested"}};
+  const std::vector<std::string> argv = {so.scontrol, "reboot", "nextstate=RESUME",
+                                         fmt::format("reason=cmax drill {}: reboot", f.drill_id), node};
+  const double at_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  const double t_unix = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  auto r = sched::run_scontrol(so, argv);
+  return {{"requested", r.has_value()},
+          {"requested_ms", at_ms},
+          {"t_unix", t_unix},
+          {"command", fmt::format("{}", fmt::join(argv, " "))},
+          {"result", r ? std::string("accepted") : r.error().message}};
+}
+
 // Why an awaited stage did not complete (drill/stuck.h): the node as last seen, the controller's
 // health-check setup (scontrol show config), the program itself when it is on this host, the
 // node's slurmd log when the node is this machine, and the reservations holding it. Read once the
@@ -398,6 +426,10 @@ int run_drill(const DrillFlags& f0) {
   if (static_cast<int>(nodes->size()) > f.max_nodes)
     return env_error(fmt::format("--nodes names {} nodes; one drill may touch at most {} (--max-nodes)", nodes->size(),
                                  f.max_nodes));
+  if (f.kubernetes() && (f.reboot || f.await_reboot))
+    return env_error("--reboot and --await-reboot time Slurm's reboot flow (scontrol reboot, BootTime); on Kubernetes "
+                     "the drill times detected, drained and returned");
+  if (f.reboot && f.await_reboot) return env_error("give --reboot (the drill requests it) or --await-reboot (the provider does), not both");
   if (nodes->size() > 1 && !f.partition.empty())
     return env_error("--partition with several --nodes: a node joining the partition cannot be told apart as one "
                      "target's replacement; watch a --reservation (a target leaving it is its own replacement) or "
@@ -568,6 +600,7 @@ int run_drill(const DrillFlags& f0) {
     wo.timeouts = timeouts;
     wo.wait_return = f.wait_return;
     wo.shared_watch = nodes->size() > 1;
+    wo.reboot_flow = f.reboot || f.await_reboot;
     auto poller_ptr = backend->poller->another();
     drill::Poller& poller = *poller_ptr;
     auto t0 = Clock::now();
@@ -614,17 +647,28 @@ int run_drill(const DrillFlags& f0) {
       audit_log.flush();
     }
     node_json["injected_at_ms"] = std::chrono::duration<double, std::milli>(t0 - drill_start).count();
+    if (f.reboot) {
+      // The remediation the scenario asks for, as a provider's automation would request it: once
+      // the node is drained, scontrol reboot with nextstate=RESUME (the node returns on its own
+      // when slurmd registers after the new boot). Recorded in the audit record before it is sent.
+      json r = request_reboot(slurm_options, f, node, t0, timeouts.drained);
+      std::lock_guard lock(audit_mu);
+      audit_log << json{{"drill_id", f.drill_id}, {"node", node}, {"t_unix", r.value("t_unix", 0.0)},
+                        {"action", "reboot"}, {"command", r.value("command", "")}, {"result", r.value("result", "")}}
+                       .dump()
+                << "\n";
+      audit_log.flush();
+      node_json["reboot"] = std::move(r);
+    }
     watcher.join();
-    auto stages = drill::compute_stages(*baseline, seen, thresholds, timeouts, wo.shared_watch);
+    auto stages = drill::compute_stages(*baseline, seen, thresholds, timeouts, wo.shared_watch, wo.reboot_flow);
     if (!stages) {
       node_json["error"] = stages.error().message;
       return {node_json, kExitEnv};
     }
     double worst_uncertainty = 0;
     for (const auto& st : *stages) {
-      const bool awaited = st.stage == drill::Stage::kDetected || st.stage == drill::Stage::kDrained ||
-                           (st.stage == drill::Stage::kReplaced && wo.watches_replacement()) ||
-                           (st.stage == drill::Stage::kReturned && f.wait_return);
+      const bool awaited = wo.awaits(st.stage);
       json sj{{"stage", st.name},     {"reached", st.reached}, {"at_ms", st.at_ms}, {"lower_ms", st.lower_ms},
               {"uncertainty_ms", st.uncertainty_ms}, {"verdict", drill::verdict_name(st.verdict)},
               {"threshold_ms", st.threshold_ms ? json(*st.threshold_ms) : json(nullptr)}, {"awaited", awaited},
@@ -641,10 +685,8 @@ int run_drill(const DrillFlags& f0) {
     if (!f.kubernetes()) {
       std::string stuck;
       for (const auto& st : *stages) {
-        const bool awaited = st.stage == drill::Stage::kDrained ||
-                             (st.stage == drill::Stage::kReplaced && wo.watches_replacement()) ||
-                             (st.stage == drill::Stage::kReturned && f.wait_return);
-        if (awaited && !st.reached && st.verdict != drill::Verdict::kSkipped) {
+        if (st.stage != drill::Stage::kDetected && wo.awaits(st.stage) && !st.reached &&
+            st.verdict != drill::Verdict::kSkipped) {
           stuck = st.name;
           break;
         }
@@ -911,6 +953,13 @@ Runner setup_drill(CLI::App& sub) {
   run->add_option("--nodes", f->nodes, "Target nodes, a Slurm hostlist (n1,n2 or n[1-2])");
   run->add_flag("--yes", f->yes, "Inject for real (without it: print the plan)");
   run->add_option("--max-nodes", f->max_nodes, "The most nodes one drill may touch")->capture_default_str();
+  run->add_flag("--reboot", f->reboot,
+                "The remediation is a reboot, requested by the drill: once the node is drained, scontrol reboot "
+                "nextstate=RESUME (recorded in injected.jsonl); times reboot_requested, down, rebooted (a new "
+                "BootTime) and returned");
+  run->add_flag("--await-reboot", f->await_reboot,
+                "The remediation is a reboot the provider's own flow requests: time reboot_requested, down, rebooted "
+                "and returned without requesting anything");
   run->add_option("--parallel", f->parallel,
                   "Targets drilled at once (each with its own clock and scontrol sessions; injections one at a "
                   "time); the report adds the fleet's numbers: how many were detected, drained and replaced, and "

@@ -13,8 +13,8 @@ using std::chrono::microseconds;
 // so it neither places the event nor narrows its lower bound.
 enum class Seen { kNo, kYes, kUnknown };
 
-constexpr std::array<std::string_view, 4> kStageNames = {"detected", "drained", "replaced",
-                                                         "returned"};
+constexpr std::array<std::string_view, 7> kStageNames = {"detected", "drained",          "replaced", "returned",
+                                                         "reboot_requested", "down", "rebooted"};
 constexpr std::array<std::string_view, 5> kVerdictNames = {"ok", "slow", "never", "pending",
                                                            "skipped"};
 
@@ -158,7 +158,8 @@ std::string_view verdict_name(Verdict verdict) {
 Result<std::vector<StageResult>> compute_stages(const Observation& baseline,
                                                 const std::vector<Observation>& observations,
                                                 const StageThresholds& thresholds,
-                                                const StageTimeouts& timeouts, bool shared_watch) {
+                                                const StageTimeouts& timeouts, bool shared_watch,
+                                                bool reboot_flow) {
   if (auto v = validate(baseline, observations); !v) return Unexpected<Error>{v.error()};
   const auto& base = baseline.target;
   std::vector<StageResult> out;
@@ -172,6 +173,30 @@ Result<std::vector<StageResult>> compute_stages(const Observation& baseline,
       Stage::kDrained, observations,
       [&](std::size_t k) { return seen(observations[k].target.drained()); }, thresholds.drained,
       timeouts.drained));
+
+  if (reboot_flow) {
+    const auto requested = [](const sched::NodeState& n) {
+      return n.has_flag("REBOOT_REQUESTED") || n.has_flag("REBOOT_ISSUED");
+    };
+    out.push_back(time_stage(
+        Stage::kRebootRequested, observations, [&](std::size_t k) { return seen(requested(observations[k].target)); },
+        std::nullopt, timeouts.returned));
+    out.push_back(time_stage(
+        Stage::kDown, observations,
+        [&](std::size_t k) {
+          const auto& n = observations[k].target;
+          return seen(n.down() || n.not_responding() || n.has_flag("REBOOT_ISSUED"));
+        },
+        std::nullopt, timeouts.returned));
+    // A BootTime is printed to the second ("2026-12-06T00:31:07"): a later boot prints a later one.
+    out.push_back(time_stage(
+        Stage::kRebooted, observations,
+        [&](std::size_t k) {
+          const auto& n = observations[k].target;
+          return seen(!base.boot_time.empty() && !n.boot_time.empty() && n.boot_time > base.boot_time);
+        },
+        std::nullopt, timeouts.returned));
+  }
 
   if (baseline.reservation || baseline.partition || baseline.job) {
     std::vector<std::string> hows(observations.size());

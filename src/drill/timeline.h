@@ -30,9 +30,10 @@ struct Observation {
   std::optional<Job> job;
 };
 
-/// The stages, in the order compute_stages reports them.
-enum class Stage { kDetected, kDrained, kReplaced, kReturned };
-/// "detected", "drained", "replaced", "returned".
+/// The stages. compute_stages reports detected, drained, replaced, returned; with a reboot flow
+/// timed, reboot_requested, down and rebooted come between drained and replaced.
+enum class Stage { kDetected, kDrained, kReplaced, kReturned, kRebootRequested, kDown, kRebooted };
+/// "detected", "drained", "replaced", "returned", "reboot_requested", "down", "rebooted".
 std::string_view stage_name(Stage stage);
 
 /// ok: reached within its threshold; slow: reached after it; never: not reached by the stage's
@@ -88,10 +89,18 @@ struct StageResult {
 /// watched job not running on the target in the baseline, is an error, since no stage could be
 /// seen. `shared_watch`: other targets are drilled at the same time against the same reservation,
 /// so a node joining it may have replaced any of them: only the target leaving the reservation
-/// counts as its replacement. Deterministic.
+/// counts as its replacement. `reboot_flow`: the remediation is a reboot, and three more stages
+/// are timed (each within the returned timeout):
+///  reboot_requested: REBOOT_REQUESTED or REBOOT_ISSUED set (scontrol reboot, or a provider's own
+///  flow through it);
+///  down: the node out while it reboots: DOWN, NOT_RESPONDING or REBOOT_ISSUED;
+///  rebooted: slurmd registered again with a BootTime later than the baseline's (a new boot; slurmd
+///  runs the HealthCheckProgram once before it registers).
+/// Deterministic.
 Result<std::vector<StageResult>> compute_stages(const Observation& baseline,
                                                 const std::vector<Observation>& observations,
                                                 const StageThresholds& thresholds = {},
-                                                const StageTimeouts& timeouts = {}, bool shared_watch = false);
+                                                const StageTimeouts& timeouts = {}, bool shared_watch = false,
+                                                bool reboot_flow = false);
 
 }  // namespace cmax::drill

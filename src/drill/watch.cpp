@@ -98,7 +98,7 @@ std::vector<Observation> watch(Poller& poller, const WatchOptions& options, cons
   // The longest any awaited stage may still come.
   auto horizon = std::max(options.timeouts.detected, options.timeouts.drained);
   if (options.watches_replacement()) horizon = std::max(horizon, options.timeouts.replaced);
-  if (options.wait_return) horizon = std::max(horizon, options.timeouts.returned);
+  if (options.wait_return || options.reboot_flow) horizon = std::max(horizon, options.timeouts.returned);
 
   std::mutex mu;
   std::vector<Observation> seen;  // in order of t_start
@@ -113,14 +113,12 @@ std::vector<Observation> watch(Poller& poller, const WatchOptions& options, cons
     if (last_start >= horizon) return true;
     // compute_stages reads every observation: on long watches, decide every 64th poll.
     if (seen.size() > 1000 && seen.size() % 64 != 0) return false;
-    auto stages = compute_stages(baseline, seen, StageThresholds{}, options.timeouts, options.shared_watch);
+    auto stages =
+        compute_stages(baseline, seen, StageThresholds{}, options.timeouts, options.shared_watch, options.reboot_flow);
     if (!stages) return false;
     bool all = true;
     for (const auto& st : *stages) {
-      const bool awaited = st.stage == Stage::kDetected || st.stage == Stage::kDrained ||
-                           (st.stage == Stage::kReplaced && options.watches_replacement()) ||
-                           (st.stage == Stage::kReturned && options.wait_return);
-      if (!awaited || st.reached) continue;
+      if (!options.awaits(st.stage) || st.reached) continue;
       const auto timeout = st.stage == Stage::kDetected  ? options.timeouts.detected
                            : st.stage == Stage::kDrained ? options.timeouts.drained
                            : st.stage == Stage::kReplaced ? options.timeouts.replaced

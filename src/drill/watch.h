@@ -29,6 +29,18 @@ struct WatchOptions {
   /// Other targets are drilled at the same time against the same reservation: only the target
   /// leaving it is its replacement (compute_stages' shared_watch).
   bool shared_watch = false;
+  /// The remediation is a reboot: reboot_requested, down, rebooted and returned are awaited too.
+  bool reboot_flow = false;
+  /// Whether `stage` is one this watch waits for.
+  bool awaits(Stage stage) const {
+    switch (stage) {
+      case Stage::kDetected:
+      case Stage::kDrained: return true;
+      case Stage::kReplaced: return watches_replacement();
+      case Stage::kReturned: return wait_return || reboot_flow;
+      default: return reboot_flow;
+    }
+  }
   /// True when "replaced" can be seen: a reservation, partition or job is watched.
   bool watches_replacement() const { return reservation || partition || job; }
 };

@@ -18,6 +18,7 @@ struct NodeState {
   std::string reason_user;  ///< who set the reason; empty when Slurm did not say
   std::string reason_time;  ///< when, as printed ("2026-12-02T18:00:00"); empty when not said
   std::vector<std::string> partitions;  ///< Slurm's Partitions=; empty when none or not said
+  std::string boot_time;    ///< BootTime= as printed (slurmd's boot, from the node's uptime); "" not said
 
   /// True when `flag` ("DRAIN") is among the flags.
   bool has_flag(std::string_view flag) const;

@@ -135,6 +135,8 @@ Result<NodeState> parse_node_line(std::string_view line) {
   node.reason_time = std::string(reason.time);
   if (const std::string* partitions = find_scontrol_field(fields, "Partitions"))
     for (auto p : core::split_any(*partitions, ",")) node.partitions.emplace_back(p);
+  if (const std::string* boot = find_scontrol_field(fields, "BootTime"); boot && *boot != "None")
+    node.boot_time = *boot;
   return node;
 }
 

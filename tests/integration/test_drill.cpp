@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <stop_token>
 #include <regex>
 #include <set>
@@ -365,6 +366,54 @@ TEST_F(Drill, DrillParallelThreeNodesTwoSparesTheThirdIsNotReplaced) {
   std::printf("[ measure  ] parallel drill of 3 with 2 spares: drained all by %.1f ms, 2 replaced by %.1f ms, %s not\n",
               fleet["stages"]["drained"]["all_ms"].get<double>(),
               fleet["stages"]["replaced"]["at_ms"].back().get<double>(), not_replaced.c_str());
+}
+
+// The reboot/repair flow raters time on NVL72 racks, on the local six-node cluster: the site
+// drains the node on the drill's lines (the detector stand-in), the drill requests the reboot the
+// scenario calls for (scontrol reboot nextstate=RESUME), RebootProgram has the harness restart the
+// node's slurmd with a new boot (a time namespace: Slurm sees a later BootTime, as after a real
+// reboot), and the node returns. Every stage is timed with its uncertainty.
+TEST_F(Drill, DrillRebootTimesEveryStageOfTheRebootRepair) {
+  auto c = SlurmCluster::start({.nodes = 6, .reboot = true});
+  ASSERT_TRUE(c) << c.error().message;
+  auto& cluster = **c;
+  std::jthread site([&](std::stop_token stop) {
+    if (!injected_under(cluster.dir(), 60s, stop)) return;
+    (void)cluster.scontrol({"update", "NodeName=n2", "State=DRAIN", "Reason=site: Xid 79, node reboot required"});
+  });
+  auto d = drill(cluster, {"--scenario", "xid79", "--nodes", "n2", "--yes", "--reboot", "--detect-timeout-s", "20",
+                           "--drain-timeout-s", "20", "--return-timeout-s", "60"});
+  site.request_stop();
+  site.join();
+  ASSERT_TRUE(d.report.is_object()) << d.out << d.err;
+  const auto& node = d.report["nodes"][0];
+  ASSERT_FALSE(node.contains("error")) << node.dump(2);
+  EXPECT_EQ(node["reboot"]["requested"], true) << node.dump(2);
+  EXPECT_NE(node["reboot"]["command"].get<std::string>().find("reboot nextstate=RESUME"), std::string::npos);
+  EXPECT_EQ(cluster.reboots(), 1);
+  std::map<std::string, double> at;
+  for (const auto& st : node["stages"]) {
+    const std::string name = st["stage"].get<std::string>();
+    if (name == "replaced") continue;
+    EXPECT_TRUE(st["reached"].get<bool>()) << name << ": " << node.dump(2);
+    EXPECT_TRUE(st["awaited"].get<bool>()) << name;
+    at[name] = st["at_ms"].get<double>();
+  }
+  ASSERT_EQ(at.size(), 6u) << node.dump(2);
+  EXPECT_LE(at["drained"], at["reboot_requested"]);
+  EXPECT_LE(at["reboot_requested"], at["rebooted"]);
+  EXPECT_LE(at["down"], at["rebooted"]);
+  EXPECT_LE(at["rebooted"], at["returned"]);
+  EXPECT_EQ(d.exit_code, 0) << d.out;
+  // The request is in the audit record, beside the injected lines.
+  std::ifstream audit(std::filesystem::path(d.dir) / "injected.jsonl");
+  int reboots = 0;
+  for (std::string line; std::getline(audit, line);)
+    if (json::parse(line).value("action", "") == "reboot") ++reboots;
+  EXPECT_EQ(reboots, 1);
+  std::printf("[ measure  ] reboot drill: drained %.1f ms, reboot requested %.1f ms, down %.1f ms, rebooted %.1f ms, "
+              "returned %.1f ms\n",
+              at["drained"], at["reboot_requested"], at["down"], at["rebooted"], at["returned"]);
 }
 
 TEST_F(Drill, NoDetectorIsNeverDetectedAfterTheTimeout) {

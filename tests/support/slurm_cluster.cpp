@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -117,9 +118,31 @@ Result<void> SlurmCluster::launch(const SlurmClusterOptions& options, std::uint6
   auto base = pick_ports(rng, 1 + static_cast<int>(nodes_.size()));
   if (!base) return Unexpected<Error>{base.error()};
   ctld_port_ = static_cast<std::uint16_t>(*base);
+  std::vector<std::string> extra = options.extra_conf;
+  if (options.reboot) {
+    // slurmd runs RebootProgram through system(): its parent is sh or slurmd itself, whose command
+    // line names the node. It asks the harness (serve_reboots) and returns at once.
+    std::filesystem::create_directories(dir_ / "reboot-requests", ec);
+    const auto script = dir_ / "reboot.sh";
+    std::ofstream out(script, std::ios::trunc);
+    out << "#!/bin/sh\n"
+           "pid=$PPID\n"
+           "for i in 1 2 3; do\n"
+           "  node=$(/usr/bin/tr '\\0' ' ' < /proc/$pid/cmdline | /bin/sed -n 's/.*slurmd -D -N \\([^ ]*\\).*/\\1/p')\n"
+           "  [ -n \"$node\" ] && break\n"
+           "  pid=$(/usr/bin/awk '{print $4}' /proc/$pid/stat)\n"
+           "done\n"
+           "[ -n \"$node\" ] || exit 1\n"
+           ": > " << (dir_ / "reboot-requests").string() << "/\"$node\"\n";
+    if (!out.flush()) return fail("write {}", script.string());
+    out.close();
+    ::chmod(script.c_str(), 0755);
+    extra.push_back("RebootProgram=" + script.string());
+    extra.push_back("ResumeTimeout=60");
+  }
   {
     std::ofstream conf(conf_path(), std::ios::trunc);
-    conf << conf_text(dir_, *base, nodes_, options.extra_conf);
+    conf << conf_text(dir_, *base, nodes_, extra);
     if (!conf.flush()) return fail("write {}", conf_path());
   }
   {
@@ -134,25 +157,70 @@ Result<void> SlurmCluster::launch(const SlurmClusterOptions& options, std::uint6
   // -D: in the foreground, as our children, so they are ours to kill; -i: ignore saved state.
   auto ctld = Daemon::start({"slurmctld", "-D", "-i"}, env(), dir_ / "log" / "slurmctld.out");
   if (!ctld) return Unexpected<Error>{ctld.error()};
-  daemons_.push_back({std::move(*ctld), dir_ / "log" / "slurmctld.log"});
+  std::lock_guard lock(daemons_mu_);
+  daemons_.push_back({std::move(*ctld), dir_ / "log" / "slurmctld.log", ""});
   for (const auto& n : nodes_) {
-    auto d =
-        Daemon::start({"slurmd", "-D", "-N", n}, env(), dir_ / "log" / ("slurmd-" + n + ".out"));
+    auto d = start_slurmd(n, false);
     if (!d) return Unexpected<Error>{d.error()};
-    daemons_.push_back({std::move(*d), dir_ / "log" / ("slurmd-" + n + ".log")});
+    daemons_.push_back({std::move(*d), dir_ / "log" / ("slurmd-" + n + ".log"), n});
   }
+  if (options.reboot)
+    reboot_thread_ = std::jthread([this, down = options.reboot_down](std::stop_token st) { serve_reboots(st, down); });
   return ok();
+}
+
+Result<Daemon> SlurmCluster::start_slurmd(const std::string& node, bool new_boot) {
+  const auto out = dir_ / "log" / ("slurmd-" + node + ".out");
+  if (!new_boot) return Daemon::start({"slurmd", "-D", "-N", node}, env(), out);
+  // CLOCK_BOOTTIME of the new time namespace starts near 0: slurmd's sysinfo() uptime is under a
+  // second, so its BootTime is now.
+  std::ifstream in("/proc/uptime");
+  double up = 0;
+  in >> up;
+  const auto offset = static_cast<long long>(up);
+  return Daemon::start({"unshare", "--time", "--boottime", std::to_string(-offset), "slurmd", "-D", "-N", node}, env(),
+                       out);
+}
+
+void SlurmCluster::serve_reboots(std::stop_token stop, std::chrono::milliseconds down) {
+  const auto requests = dir_ / "reboot-requests";
+  while (!stop.stop_requested()) {
+    std::error_code ec;
+    std::vector<std::string> nodes;
+    for (const auto& e : std::filesystem::directory_iterator(requests, ec)) nodes.push_back(e.path().filename().string());
+    for (const auto& node : nodes) {
+      std::filesystem::remove(requests / node, ec);
+      {
+        std::lock_guard lock(daemons_mu_);
+        for (auto& owned : daemons_)
+          if (owned.node == node) owned.daemon.stop();  // the node goes down
+      }
+      const auto until = std::chrono::steady_clock::now() + down;
+      while (!stop.stop_requested() && std::chrono::steady_clock::now() < until)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      if (stop.stop_requested()) return;
+      auto d = start_slurmd(node, true);
+      std::lock_guard lock(daemons_mu_);
+      for (auto& owned : daemons_)
+        if (owned.node == node && d) owned.daemon = std::move(*d);
+      ++reboots_;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
 }
 
 Result<void> SlurmCluster::wait_idle(std::chrono::milliseconds timeout) {
   auto deadline = std::chrono::steady_clock::now() + timeout;
   std::string last = "no answer from sinfo";
   while (std::chrono::steady_clock::now() < deadline) {
-    for (auto& [d, log] : daemons_) {
-      if (d.running()) continue;
-      retry_ = true;  // most likely a port taken between our check and its bind
-      return fail("{} ended at start ({}); {}: {}", d.name(), d.exit_status(),
-                  log.filename().string(), tail_of(log));
+    {
+      std::lock_guard lock(daemons_mu_);
+      for (auto& [d, log, node] : daemons_) {
+        if (d.running()) continue;
+        retry_ = true;  // most likely a port taken between our check and its bind
+        return fail("{} ended at start ({}); {}: {}", d.name(), d.exit_status(), log.filename().string(),
+                    tail_of(log));
+      }
     }
     auto exe = find_system_program("sinfo");
     auto r = core::run_process(
@@ -177,12 +245,16 @@ Result<void> SlurmCluster::wait_idle(std::chrono::milliseconds timeout) {
               tail_of(dir_ / "log" / "slurmctld.log"));
 }
 
-void SlurmCluster::stop_daemons() { daemons_.clear(); }
+void SlurmCluster::stop_daemons() {
+  reboot_thread_ = {};  // stopped and joined: no reboot restarts a slurmd after this
+  std::lock_guard lock(daemons_mu_);
+  daemons_.clear();
+}
 
 Result<void> SlurmCluster::stop_slurmd(std::string_view node) {
-  const std::string name = "slurmd -D -N " + std::string(node);
+  std::lock_guard lock(daemons_mu_);
   for (auto& owned : daemons_) {
-    if (owned.daemon.name() != name) continue;
+    if (owned.node != node) continue;
     owned.daemon.stop();
     return ok();
   }
@@ -190,6 +262,7 @@ Result<void> SlurmCluster::stop_slurmd(std::string_view node) {
 }
 
 SlurmCluster::~SlurmCluster() {
+  reboot_thread_ = {};
   // A job's slurmstepd is not in a daemon's process group: cancel what still runs, and give the
   // steps a moment to end, or their processes outlive the cluster.
   if (auto squeue = find_system_program("squeue"); squeue && !daemons_.empty()) {

@@ -2,14 +2,17 @@
 // A real Slurm cluster on 127.0.0.1 for tests: slurmctld and one slurmd per node from Debian's
 // packages, in a fresh temporary directory, on free ports. Everything it started goes when it does.
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "core/process.h"
@@ -26,6 +29,12 @@ struct SlurmClusterOptions {
   std::chrono::milliseconds ready_timeout{20000};  ///< until every node is idle
   std::vector<std::string> extra_conf;             ///< slurm.conf lines appended
   std::uint64_t seed = 0;                          ///< for the port choice; 0 draws one
+  /// Nodes can be rebooted: RebootProgram asks the harness, which kills that node's slurmd, keeps
+  /// it down `reboot_down`, and starts a new one in a time namespace whose CLOCK_BOOTTIME starts
+  /// at about 0 (unshare --time --boottime), so slurmd reports a new BootTime, as after a real
+  /// reboot (Slurm completes a reboot only on a boot later than its request).
+  bool reboot = false;
+  std::chrono::milliseconds reboot_down{1500};
 };
 
 /// A running cluster. Owns its directory and daemons: the destructor kills the daemons (whole
@@ -59,6 +68,8 @@ class SlurmCluster {
   /// Kills the slurmd of `node` (its whole process group), as a node that dies would lose it.
   /// slurmctld notices only after SlurmdTimeout; until then it still lists the node as usable.
   Result<void> stop_slurmd(std::string_view node);
+  /// How many reboots the harness has carried out (RebootProgram requests served).
+  int reboots() const { return reboots_.load(); }
   /// The node's state from `scontrol -o show node NODE`.
   Result<sched::NodeState> state(std::string_view node) const;
   /// Polls state(node) every 10 ms until `done` holds; the last state seen, or an error at
@@ -75,6 +86,9 @@ class SlurmCluster {
     return {"SLURM_CONF=" + conf_path(), "SLURM_TIME_FORMAT=standard"};
   }
   void stop_daemons();
+  /// Serves RebootProgram's requests (files in dir/reboot-requests) until stopped.
+  void serve_reboots(std::stop_token stop, std::chrono::milliseconds down);
+  Result<Daemon> start_slurmd(const std::string& node, bool new_boot);
 
   std::filesystem::path dir_;
   std::vector<std::string> nodes_;
@@ -82,8 +96,12 @@ class SlurmCluster {
   struct Owned {
     Daemon daemon;
     std::filesystem::path log;  ///< the daemon's own log file (SlurmctldLogFile, SlurmdLogFile)
+    std::string node;           ///< the slurmd's node; "" for slurmctld
   };
+  std::mutex daemons_mu_;  ///< guards daemons_ against the reboot thread
   std::vector<Owned> daemons_;
+  std::atomic<int> reboots_{0};
+  std::jthread reboot_thread_;  ///< declared last: stopped and joined before the daemons go
   bool retry_ = false;  ///< the last attempt failed in a way other ports may fix
 };
 
