@@ -577,6 +577,19 @@ int run_drill(const DrillFlags& f0) {
               {"reservations_before", held_before},
               {"provider_runs_cmax", f.provider_runs_cmax},
               {"nodes", json::array()}};
+  // Before anything is injected: the record cleanup needs (the targets and their state before),
+  // so that a drill killed mid-way can still be reverted (cmax drill cleanup --run DIR). Replaced
+  // by the full report at the end ("complete": true).
+  {
+    json pending = report;
+    pending["complete"] = false;
+    for (std::size_t i = 0; i < nodes->size(); ++i)
+      pending["nodes"].push_back(
+          {{"node", (*nodes)[i]}, {"inject", is_local((*nodes)[i]) ? "local" : "srun"}, {"before", state_json(before[i])}});
+    if (auto w = core::write_text_file_atomic((std::filesystem::path(dir) / "drill.json").string(), pending.dump(2) + "\n");
+        !w)
+      return env_error(fmt::format("{}; nothing was injected", w.error().message));
+  }
   // One target's drill: baseline, injection, watch, stages, and (when a stage never came) why.
   // Targets run side by side, at most --parallel at once; each has its own clock (t = 0 at its own
   // injection) and its own scontrol sessions. Injections are serialized (printk_devkmsg is raised
@@ -720,11 +733,10 @@ int run_drill(const DrillFlags& f0) {
   report["parallel"] = std::min<std::size_t>(nodes->size(), static_cast<std::size_t>(std::max(f.parallel, 1)));
   if (nodes->size() > 1) report["fleet"] = fleet_summary(report["nodes"], spares_before);
   report["exit_code"] = exit_code;
-  {
-    std::ofstream out(std::filesystem::path(dir) / "drill.json");
-    out << report.dump(2) << "\n";
-    if (!out) return env_error(fmt::format("write {}/drill.json", dir));
-  }
+  report["complete"] = true;
+  if (auto w = core::write_text_file_atomic((std::filesystem::path(dir) / "drill.json").string(), report.dump(2) + "\n");
+      !w)
+    return env_error(w.error().message);
   if (f.json) {
     fmt::print("{}\n", report.dump(2));
   } else {

@@ -42,6 +42,11 @@ struct DrillRun {
   std::string dir;  ///< the drill's run directory
 };
 
+std::string slurp_file(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
 // Whether some drill under `dir` (drill-*/injected.jsonl) has injected its lines, waiting up to
 // `timeout`: the event a test's stand-in for the cluster reacts to.
 bool injected_under(const std::filesystem::path& dir, std::chrono::milliseconds timeout, std::stop_token stop = {}) {
@@ -414,6 +419,48 @@ TEST_F(Drill, DrillRebootTimesEveryStageOfTheRebootRepair) {
   std::printf("[ measure  ] reboot drill: drained %.1f ms, reboot requested %.1f ms, down %.1f ms, rebooted %.1f ms, "
               "returned %.1f ms\n",
               at["drained"], at["reboot_requested"], at["down"], at["rebooted"], at["returned"]);
+}
+
+// A drill killed mid-way (SIGKILL, its whole process group) is still reverted: the record cleanup
+// needs is written before anything is injected. Here the site drained the node and Slurm swapped a
+// spare into the reservation before the kill; cleanup resumes the node and puts the reservation
+// back as it was.
+TEST_F(Drill, AnInterruptedDrillIsRevertedByCleanup) {
+  auto c = SlurmCluster::start_trial();
+  ASSERT_TRUE(c) << c.error().message;
+  auto& cluster = **c;
+  auto before = cluster.scontrol({"-o", "show", "reservation", "train"});
+  ASSERT_TRUE(before && before->out.find("Nodes=n[1-4]") != std::string::npos) << (before ? before->out : "");
+  const auto dir = cluster.dir() / "drill-interrupted";
+  auto drill_proc = cmax::test::Daemon::start(
+      {CMAX_BIN, "drill", "run", "--slurm-conf", cluster.conf_path(), "--inject", "local", "--json", "--out", dir.string(),
+       "--scenario", "xid79", "--nodes", "n1", "--yes", "--reservation", "train", "--detect-timeout-s", "120",
+       "--drain-timeout-s", "120", "--replace-timeout-s", "120", "--wait-return", "--return-timeout-s", "300"},
+      {}, cluster.dir() / "drill.log");
+  ASSERT_TRUE(drill_proc) << drill_proc.error().message;
+  ASSERT_TRUE(injected_under(cluster.dir(), 60s)) << slurp_file(cluster.dir() / "drill.log");
+  (void)cluster.scontrol({"update", "NodeName=n1", "State=DRAIN", "Reason=site: GPU Xid 79"});
+  // Slurm swaps a spare in for the drained member (REPLACE_DOWN); then the drill dies.
+  bool swapped = false;
+  for (int i = 0; i < 500 && !swapped; ++i) {
+    auto r = cluster.scontrol({"-o", "show", "reservation", "train"});
+    swapped = r && r->out.find("spare") != std::string::npos;
+    if (!swapped) std::this_thread::sleep_for(20ms);
+  }
+  ASSERT_TRUE(swapped) << "REPLACE_DOWN did not swap a spare in";
+  drill_proc->stop();
+  const auto record = json::parse(slurp_file(dir / "drill.json"), nullptr, false);
+  ASSERT_TRUE(record.is_object());
+  EXPECT_EQ(record["complete"], false);
+  auto clean = cmax::core::run_process(
+      {{CMAX_BIN, "drill", "cleanup", "--run", dir.string(), "--slurm-conf", cluster.conf_path(), "--yes"}, 60s, 1u << 20, {}});
+  ASSERT_TRUE(clean);
+  EXPECT_EQ(clean->exit_code, 0) << clean->out << clean->err;
+  auto back = cluster.wait_for("n1", [](const cmax::sched::NodeState& n) { return !n.drain_flag(); }, 10s);
+  EXPECT_TRUE(back) << clean->out;
+  auto after = cluster.scontrol({"-o", "show", "reservation", "train"});
+  ASSERT_TRUE(after);
+  EXPECT_NE(after->out.find("Nodes=n[1-4]"), std::string::npos) << after->out << "\ncleanup said:\n" << clean->out;
 }
 
 TEST_F(Drill, NoDetectorIsNeverDetectedAfterTheTimeout) {
