@@ -36,6 +36,8 @@
 #include "drill/stuck.h"
 #include "drill/timeline.h"
 #include "drill/watch.h"
+#include "html/charts.h"
+#include "html/views.h"
 #include "report/run_dir.h"
 #include "sched/policy.h"
 #include "sched/kubernetes.h"
@@ -737,6 +739,16 @@ int run_drill(const DrillFlags& f0) {
   if (auto w = core::write_text_file_atomic((std::filesystem::path(dir) / "drill.json").string(), report.dump(2) + "\n");
       !w)
     return env_error(w.error().message);
+  // The timeline as a chart beside it (the one cmax report shows): each stage's dot, its
+  // uncertainty band, the thresholds missed, "never" marks.
+  if (auto view = html::drill_view(report)) {
+    if (auto w = core::write_text_file_atomic((std::filesystem::path(dir) / "timeline.svg").string(),
+                                              html::svg_drill_timeline(*view));
+        !w)
+      fmt::print(stderr, "cmax drill: {}\n", w.error().message);
+  } else {
+    fmt::print(stderr, "cmax drill: timeline.svg not drawn: {}\n", view.error().message);
+  }
   if (f.json) {
     fmt::print("{}\n", report.dump(2));
   } else {
@@ -788,7 +800,8 @@ int run_drill(const DrillFlags& f0) {
                        ? std::string()
                        : fmt::format(" ({})", fmt::join(fleet["spares_before"].get<std::vector<std::string>>(), ", ")));
     }
-    fmt::print("run directory: {} (drill.json, injected.jsonl); cmax drill cleanup --run {} --yes restores the nodes\n",
+    fmt::print("run directory: {} (drill.json, injected.jsonl, timeline.svg); cmax drill cleanup --run {} --yes restores "
+               "the nodes\n",
                dir, dir);
   }
   return exit_code;

@@ -192,8 +192,17 @@ std::string svg_drill_timeline(const DrillView& drill) {
   struct StageStyle {
     std::string_view stage, color;
   };
-  constexpr std::array<StageStyle, 4> kStages{StageStyle{"detected", "#1f77b4"}, StageStyle{"drained", "#ff7f0e"},
-                                              StageStyle{"replaced", "#2ca02c"}, StageStyle{"returned", "#9467bd"}};
+  // In the order a reboot/repair drill passes them; the legend lists those the drill has.
+  constexpr std::array<StageStyle, 7> kStages{
+      StageStyle{"detected", "#1f77b4"},         StageStyle{"drained", "#ff7f0e"}, StageStyle{"reboot_requested", "#8c564b"},
+      StageStyle{"down", "#7f7f7f"},             StageStyle{"rebooted", "#17becf"}, StageStyle{"replaced", "#2ca02c"},
+      StageStyle{"returned", "#9467bd"}};
+  auto present = [&](std::string_view stage) {
+    for (const auto& n : drill.nodes)
+      for (const auto& s : n.stages)
+        if (s.stage == stage) return true;
+    return false;
+  };
   auto color_of = [&](std::string_view s) -> std::string_view {
     for (const auto& k : kStages)
       if (k.stage == s) return k.color;
@@ -225,6 +234,9 @@ std::string svg_drill_timeline(const DrillView& drill) {
   text(out, label_w + plot_w / 2, h - 4, "time after the injection began", "middle", "#555555", " font-size=\"11\"");
   double lx = label_w;
   for (const auto& k : kStages) {
+    if (!present(k.stage) && k.stage != "detected" && k.stage != "drained" && k.stage != "replaced" &&
+        k.stage != "returned")
+      continue;
     fmt::format_to(std::back_inserter(out), "<circle cx=\"{:.1f}\" cy=\"13\" r=\"5\" fill=\"{}\"/>\n", lx + 5, k.color);
     text(out, lx + 14, 17, k.stage, "start", kInk, " font-size=\"11\"");
     lx += 30 + 7.0 * static_cast<double>(k.stage.size());

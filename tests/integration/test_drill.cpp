@@ -274,6 +274,8 @@ TEST_F(Drill, DrillStuckWhenTheOnlyResumeNeedsTheNodeUndrained) {
   const std::string evidence = stuck["evidence"].dump();
   EXPECT_NE(evidence.find("reason \\\"hc: GPU Xid 79\\\" set by root"), std::string::npos) << evidence;
   EXPECT_NE(evidence.find("HealthCheckNodeState=ANY"), std::string::npos) << evidence;
+  EXPECT_NE(slurp_file(std::filesystem::path(d.dir) / "timeline.svg").find("class=\"never\""), std::string::npos)
+      << "the chart marks the stage never seen";
   std::printf("[ measure  ] stuck drill: drained at %.1f ms, not returned by the %d s bound; loop named\n",
               (*drained)["at_ms"].get<double>(), 20);
 
@@ -416,6 +418,10 @@ TEST_F(Drill, DrillRebootTimesEveryStageOfTheRebootRepair) {
   for (std::string line; std::getline(audit, line);)
     if (json::parse(line).value("action", "") == "reboot") ++reboots;
   EXPECT_EQ(reboots, 1);
+  // The timeline chart beside drill.json: a dot for each reboot stage, with the legend naming them.
+  const std::string svg = slurp_file(std::filesystem::path(d.dir) / "timeline.svg");
+  for (std::string_view stage : {"reboot_requested", "down", "rebooted", "returned"})
+    EXPECT_NE(svg.find("class=\"stage " + std::string(stage) + "\""), std::string::npos) << stage << "\n" << svg.substr(0, 400);
   std::printf("[ measure  ] reboot drill: drained %.1f ms, reboot requested %.1f ms, down %.1f ms, rebooted %.1f ms, "
               "returned %.1f ms\n",
               at["drained"], at["reboot_requested"], at["down"], at["rebooted"], at["returned"]);
