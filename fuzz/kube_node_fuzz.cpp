@@ -61,6 +61,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   constexpr std::string_view kPods = R"({"kind":"PodList","items":[]})";
   for (auto v : {cmax::drill::kube_view(in, kPods, {"a"}), cmax::drill::kube_view(kNode, in, {})})
     if (v) check(!v->state.name.empty() && (v->state.base == "IDLE" || v->state.base == "ALLOCATED" || v->state.base == "DOWN"));
+  // The bytes as a workload's PodList: counts never negative, the nodes elsewhere sorted, unique,
+  // never the target.
+  if (auto w = cmax::drill::kube_workload(in, "k1", "app=train")) {
+    check(w->on_target >= 0 && w->elsewhere >= 0 && static_cast<int>(w->elsewhere_nodes.size()) <= w->elsewhere);
+    for (std::size_t i = 0; i < w->elsewhere_nodes.size(); ++i) {
+      check(w->elsewhere_nodes[i] != "k1");
+      if (i > 0) check(w->elsewhere_nodes[i - 1] < w->elsewhere_nodes[i]);
+    }
+  }
   (void)kube::status_message(in);
   (void)kube::parse_api_url(in);
   return 0;

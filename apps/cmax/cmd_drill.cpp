@@ -53,6 +53,7 @@ constexpr int kExitOk = 0, kExitStageFailed = 1, kExitEnv = audit::kExitUsage;
 
 struct DrillFlags {
   std::string scenario, nodes, slurm_conf, reservation, partition, job, inject = "auto", out, gpu, kmsg = "/dev/kmsg", run_dir;
+  std::string workload;  ///< --workload SELECTOR (Kubernetes): pods whose rescheduling is the replacement
   bool yes = false, json = false, wait_return = false, provider_runs_cmax = false;
   bool reboot = false;        ///< --reboot: once drained, the drill requests the reboot (scontrol reboot nextstate=RESUME)
   bool await_reboot = false;  ///< --await-reboot: time the provider's own reboot flow
@@ -428,6 +429,9 @@ int run_drill(const DrillFlags& f0) {
   if (static_cast<int>(nodes->size()) > f.max_nodes)
     return env_error(fmt::format("--nodes names {} nodes; one drill may touch at most {} (--max-nodes)", nodes->size(),
                                  f.max_nodes));
+  if (!f.kubernetes() && !f.workload.empty())
+    return env_error("--workload is Kubernetes' (a label selector of pods); on Slurm watch a --job, --reservation or "
+                     "--partition");
   if (f.kubernetes() && (f.reboot || f.await_reboot))
     return env_error("--reboot and --await-reboot time Slurm's reboot flow (scontrol reboot, BootTime); on Kubernetes "
                      "the drill times detected, drained and returned");
@@ -443,8 +447,8 @@ int run_drill(const DrillFlags& f0) {
   const std::string here = short_hostname();
   if (f.kubernetes()) {
     if (!f.reservation.empty() || !f.partition.empty() || !f.job.empty())
-      return env_error("--reservation, --partition and --job are Slurm's; on Kubernetes the drill times detected, drained "
-                       "and returned");
+      return env_error("--reservation, --partition and --job are Slurm's; on Kubernetes the replacement is the "
+                       "workload's pods rescheduled (--workload SELECTOR)");
     if (f.inject == "srun") return env_error("--inject srun needs Slurm; on Kubernetes run cmax drill on the node itself");
     for (const auto& n : *nodes)
       if (f.inject == "auto" && n != here)
@@ -611,6 +615,7 @@ int run_drill(const DrillFlags& f0) {
     wo.reservation = optional(f.reservation);
     wo.partition = optional(f.partition);
     wo.job = optional(f.job);
+    wo.workload = optional(f.workload);
     wo.poll = std::chrono::milliseconds(f.poll_ms);
     wo.timeouts = timeouts;
     wo.wait_return = f.wait_return;
@@ -620,6 +625,11 @@ int run_drill(const DrillFlags& f0) {
     drill::Poller& poller = *poller_ptr;
     auto t0 = Clock::now();
     auto baseline = poller.observe(wo, t0);
+    if (baseline && wo.workload && !baseline->workload)
+      baseline = fail("read the pods of {}: the API server did not answer a PodList", *wo.workload);
+    if (baseline && baseline->workload && baseline->workload->on_target == 0)
+      baseline = fail("no Running pod of {} is on {}: its rescheduling could not be seen; drill a node it runs on",
+                      *wo.workload, node);
     if (!baseline) {
       fmt::print(stderr, "cmax drill: {}: {}; nothing was injected there\n", node, baseline.error().message);
       return {json{{"node", node}, {"error", baseline.error().message}}, kExitEnv};
@@ -978,6 +988,9 @@ Runner setup_drill(CLI::App& sub) {
   run->add_option("--nodes", f->nodes, "Target nodes, a Slurm hostlist (n1,n2 or n[1-2])");
   run->add_flag("--yes", f->yes, "Inject for real (without it: print the plan)");
   run->add_option("--max-nodes", f->max_nodes, "The most nodes one drill may touch")->capture_default_str();
+  run->add_option("--workload", f->workload,
+                  "Kubernetes: a label selector (app=train) of the workload's pods; replaced is when the pods that ran "
+                  "on the target run again, Running, on other nodes");
   run->add_flag("--reboot", f->reboot,
                 "The remediation is a reboot, requested by the drill: once the node is drained, scontrol reboot "
                 "nextstate=RESUME (recorded in injected.jsonl); times reboot_requested, down, rebooted (a new "

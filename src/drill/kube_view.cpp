@@ -40,6 +40,33 @@ bool workload(const json& pod) {
 
 }  // namespace
 
+Result<KubeWorkload> kube_workload(std::string_view pods_json, std::string_view target, std::string_view selector) {
+  auto pods = json::parse(pods_json, nullptr, false);
+  if (pods.is_discarded() || !pods.is_object() || core::string_field(pods, "kind") != "PodList" || array_at(pods, "items") == nullptr)
+    return fail("not a PodList object: \"{}\"", core::clip(pods_json, 80));
+  KubeWorkload w;
+  w.selector = std::string(selector);
+  for (const auto& p : pods["items"]) {
+    if (!p.is_object()) continue;
+    const json* meta = object_at(p, "metadata");
+    if (meta != nullptr && meta->contains("deletionTimestamp") && !(*meta)["deletionTimestamp"].is_null()) continue;
+    const json* status = object_at(p, "status");
+    if (status == nullptr || core::string_field(*status, "phase") != "Running") continue;
+    const json* spec = object_at(p, "spec");
+    const std::string node = spec != nullptr ? core::string_field(*spec, "nodeName") : "";
+    if (node.empty()) continue;
+    if (node == target) {
+      ++w.on_target;
+    } else {
+      ++w.elsewhere;
+      if (std::find(w.elsewhere_nodes.begin(), w.elsewhere_nodes.end(), node) == w.elsewhere_nodes.end())
+        w.elsewhere_nodes.push_back(node);
+    }
+  }
+  std::sort(w.elsewhere_nodes.begin(), w.elsewhere_nodes.end());
+  return w;
+}
+
 Result<KubeView> kube_view(std::string_view node_json, std::string_view pods_json,
                            const std::vector<std::string>& taints_before) {
   auto node = json::parse(node_json, nullptr, false);

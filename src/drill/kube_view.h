@@ -31,6 +31,19 @@ struct KubeView {
   int workload_pods = 0;
 };
 
+/// Where a workload's pods run, for the drill's "replaced" on Kubernetes: the pods a label selector
+/// names (GET /api/v1/pods?labelSelector=...), counted when Running and not being deleted (no
+/// deletionTimestamp), on the target and elsewhere.
+struct KubeWorkload {
+  std::string selector;
+  int on_target = 0;
+  int elsewhere = 0;
+  std::vector<std::string> elsewhere_nodes;  ///< sorted, each once
+};
+
+/// `pods_json` a PodList; anything else is an error.
+Result<KubeWorkload> kube_workload(std::string_view pods_json, std::string_view target, std::string_view selector);
+
 /// `node_json` a Node object (GET /api/v1/nodes/NAME), `pods_json` a PodList of the pods bound to
 /// it (GET /api/v1/pods?fieldSelector=spec.nodeName=NAME); taints whose key is in
 /// `taints_before` do not count. Anything that is not a Node or a PodList is an error.

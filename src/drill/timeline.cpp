@@ -78,6 +78,17 @@ Seen replaced(const Observation& base, const Observation& now, bool shared, std:
       return Seen::kYes;
     }
   }
+  if (base.workload && now.workload) {
+    any_known = true;
+    const auto& b = *base.workload;
+    const auto& w = *now.workload;
+    if (w.elsewhere >= b.elsewhere + b.on_target && w.on_target == 0) {
+      std::string on;
+      for (const auto& n : w.elsewhere_nodes) on += (on.empty() ? "" : ",") + n;
+      how = std::to_string(w.elsewhere) + " pods of " + w.selector + " running on " + on;
+      return Seen::kYes;
+    }
+  }
   return any_known ? Seen::kNo : Seen::kUnknown;
 }
 
@@ -94,6 +105,10 @@ Result<void> validate(const Observation& baseline, const std::vector<Observation
         "start a job on the target first",
         baseline.job->id, baseline.job->state,
         baseline.job->nodes.empty() ? std::string() : " on " + baseline.job->nodes.front(), t.name);
+  if (baseline.workload && baseline.workload->on_target == 0)
+    return fail("no Running pod of {} is on {} before the drill: its rescheduling could not be seen; drill a node the "
+                "workload runs on",
+                baseline.workload->selector, t.name);
   for (std::size_t k = 0; k < observations.size(); ++k) {
     const auto& o = observations[k];
     if (o.target.name != t.name)
@@ -198,7 +213,7 @@ Result<std::vector<StageResult>> compute_stages(const Observation& baseline,
         std::nullopt, timeouts.returned));
   }
 
-  if (baseline.reservation || baseline.partition || baseline.job) {
+  if (baseline.reservation || baseline.partition || baseline.job || baseline.workload) {
     std::vector<std::string> hows(observations.size());
     auto r = time_stage(
         Stage::kReplaced, observations,

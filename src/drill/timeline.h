@@ -11,6 +11,7 @@
 
 #include "core/result.h"
 #include "sched/slurm_reservation.h"
+#include "drill/kube_view.h"
 #include "drill/slurm_objects.h"
 #include "sched/node_state.h"
 
@@ -28,6 +29,8 @@ struct Observation {
   std::optional<Partition> partition;
   /// The watched job (it may be requeued onto another node), the same way.
   std::optional<Job> job;
+  /// Kubernetes: where the watched workload's pods run (a label selector), the same way.
+  std::optional<KubeWorkload> workload;
 };
 
 /// The stages. compute_stages reports detected, drained, replaced, returned; with a reboot flow
@@ -81,7 +84,9 @@ struct StageResult {
 ///  drained: newly drained (DRAIN set and nothing running, NodeState::drained());
 ///  replaced: whichever watched source shows it first: a node not in the baseline's reservation is
 ///  in it, or the target left it; a node not in the baseline's partition is in it; the baseline's
-///  job (running on the target) runs again on nodes without the target, requeued or moved;
+///  job (running on the target) runs again on nodes without the target, requeued or moved; on
+///  Kubernetes, the watched workload's pods that ran on the target run elsewhere (the Running
+///  pods off the target are at least as many as all of them were before);
 ///  returned: after detection, the target is in service again (IDLE, MIXED or ALLOCATED, with no
 ///  DRAIN, NOT_RESPONDING, REBOOT_* or POWER* flag).
 /// A flapping state counts when first seen. Observations must be in order of t_start, each with

@@ -80,8 +80,14 @@ Result<Observation> KubePoller::observe(const WatchOptions& options, Clock::time
   auto node = api_.get("/api/v1/nodes/" + options.node);
   if (!node) return fail("read node {}: {}", options.node, node.error().message);
   auto pods = api_.get("/api/v1/pods?fieldSelector=" + sched::kube::encode_query_value("spec.nodeName=" + options.node));
+  std::optional<Result<std::string>> workload_pods;
+  if (options.workload)
+    workload_pods = api_.get("/api/v1/pods?labelSelector=" + sched::kube::encode_query_value(*options.workload));
   o.t_end = since(t0);
   if (!pods) return fail("read the pods on node {}: {}", options.node, pods.error().message);
+  // A failed read of the workload leaves it unknown this poll: the replacement learns nothing.
+  if (workload_pods && *workload_pods)
+    if (auto w = kube_workload(**workload_pods, options.node, *options.workload)) o.workload = std::move(*w);
   auto v = kube_view(*node, *pods, taints_before_ ? *taints_before_ : std::vector<std::string>{});
   if (!v) return fail("read node {}: {}", options.node, v.error().message);
   if (!taints_before_) {  // the baseline: the taints it carries now are the node's own

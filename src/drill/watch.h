@@ -23,6 +23,7 @@ struct WatchOptions {
   std::optional<std::string> reservation;  ///< e.g. a REPLACE_DOWN reservation holding spares
   std::optional<std::string> partition;    ///< a partition a spare may be added to
   std::optional<std::string> job;          ///< a job running on the target that may be requeued
+  std::optional<std::string> workload;     ///< Kubernetes: a label selector of pods that may be rescheduled
   std::chrono::milliseconds poll{5};       ///< pause between polls; each poll's own time adds to it
   StageTimeouts timeouts;
   bool wait_return = false;  ///< keep polling after the other stages for "returned" (an operator's resume)
@@ -42,7 +43,7 @@ struct WatchOptions {
     }
   }
   /// True when "replaced" can be seen: a reservation, partition or job is watched.
-  bool watches_replacement() const { return reservation || partition || job; }
+  bool watches_replacement() const { return reservation || partition || job || workload; }
 };
 
 /// One way of reading the target (and what else is watched) once. Two run at once, staggered

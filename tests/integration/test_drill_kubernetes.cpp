@@ -155,6 +155,55 @@ TEST_F(DrillKubernetes, AProblemConditionAloneIsDetectedButNeverDrained) {
   EXPECT_EQ(code, 1);
 }
 
+// The replacement on Kubernetes: the workload's pod that ran on the target runs again, Running, on
+// another node (the scheduler's and the Job controller's part, played by the test once cmaxd has
+// tainted the node), and the drill times it as on Slurm.
+TEST_F(DrillKubernetes, TheWorkloadsPodRescheduledElsewhereIsTheReplacement) {
+  auto train = cmax::test::make_pod("train-0", "k1");
+  train["metadata"]["labels"] = {{"app", "train"}};
+  api_.set_pods(json::array({train, cmax::test::make_pod("cmaxd-x1", "k1", true)}));
+  {  // A workload that does not run on the target: refused before anything is injected.
+    int code = -1;
+    std::string err;
+    (void)drill({"--scenario", "xid79", "--workload", "app=inference"}, &code, &err);
+    EXPECT_EQ(code, 3);
+    EXPECT_NE(err.find("no Running pod of app=inference"), std::string::npos) << err;
+  }
+  auto agent = cmax::test::Daemon::start(
+      {CMAXD_BIN, "--node", "k1", "--scheduler", "kubernetes", "--kube-api", api_.url(), "--kube-token-file",
+       (dir_.dir() / "token").string(), "--db", (dir_.dir() / "cmaxd.db").string(), "--from-now", "--metrics-listen", "",
+       "--no-nvml", "--no-ib"},
+      {}, dir_.dir() / "cmaxd.log");
+  ASSERT_TRUE(agent) << agent.error().message;
+  ASSERT_TRUE(cmax::test::wait_for_log(dir_.dir() / "cmaxd.log", "from now on", 60s, &*agent));
+  std::jthread cluster([&](std::stop_token stop) {
+    const auto deadline = Clock::now() + 30s;
+    while (!stop.stop_requested() && Clock::now() < deadline && !has_taint(api_.node(), "cmax.io/unhealthy"))
+      std::this_thread::sleep_for(5ms);
+    if (stop.stop_requested() || Clock::now() >= deadline) return;
+    // Evicted from k1, then (the scheduler, the kubelet) running on k2.
+    api_.set_pods(json::array({cmax::test::make_pod("cmaxd-x1", "k1", true)}));
+    std::this_thread::sleep_for(300ms);
+    auto moved = cmax::test::make_pod("train-0-r1", "k2");
+    moved["metadata"]["labels"] = {{"app", "train"}};
+    api_.set_pods(json::array({cmax::test::make_pod("cmaxd-x1", "k1", true), moved}));
+  });
+  auto report = drill({"--scenario", "xid79", "--workload", "app=train", "--detect-timeout-s", "20",
+                       "--drain-timeout-s", "20", "--replace-timeout-s", "20"});
+  cluster.request_stop();
+  ASSERT_TRUE(report.is_object());
+  const json* drained = stage(report, "drained");
+  const json* replaced = stage(report, "replaced");
+  ASSERT_TRUE(drained && replaced) << report.dump(2);
+  ASSERT_TRUE((*replaced)["reached"].get<bool>()) << report.dump(2);
+  EXPECT_EQ((*replaced)["how"], "1 pods of app=train running on k2");
+  EXPECT_GT((*replaced)["at_ms"].get<double>(), (*drained)["at_ms"].get<double>() + 150);
+  std::printf("[ measure  ] drill on Kubernetes: drained %.1f ms, the workload's pod running elsewhere %.1f ms (+/- %.1f)\n",
+              (*drained)["at_ms"].get<double>(), (*replaced)["at_ms"].get<double>(),
+              (*replaced)["uncertainty_ms"].get<double>() / 2);
+
+}
+
 TEST_F(DrillKubernetes, ACordonedNodeAnUnknownNodeOrSlurmOnlyFlagsAreRefusedAndNothingIsInjected) {
   api_.update_node([](json& n) { n["spec"]["unschedulable"] = true; });
   int code = -1;

@@ -181,4 +181,51 @@ TEST_F(DrillRealApiServer, AProblemConditionAloneIsDetectedButNeverDrained) {
   EXPECT_EQ(code, 1);
 }
 
+// The replacement on the real server: the training pods' successor is bound to k2 and reported
+// Running (the scheduler's and the kubelet's part: no kubelet runs here, so the test writes the
+// binding and the status through the API as they would), and the drill times the rescheduling.
+TEST_F(DrillRealApiServer, TheTrainingPodRunningOnAnotherNodeIsTheReplacement) {
+  ASSERT_TRUE(kube_->add_node({.name = "k2", .labels = {{"nvidia.com/gpu.present", "true"}}}));
+  auto running = [&](const std::string& name, const std::string& node) {
+    json p = pod(name, "default", node);
+    p["metadata"]["labels"] = {{"app", "train"}};
+    EXPECT_TRUE(kube_->create("/api/v1/namespaces/default/pods", p));
+    auto r = kube_->request("PATCH", "/api/v1/namespaces/default/pods/" + name + "/status",
+                            R"({"status":{"phase":"Running"}})", "application/merge-patch+json");
+    EXPECT_TRUE(r && r->status == 200) << (r ? r->body.dump() : r.error().message);
+  };
+  running("train-a", "k1");
+  std::jthread cluster([&](std::stop_token stop) {
+    const auto injected = kube_->dir() / "drill-0" / "injected.jsonl";
+    const auto deadline = Clock::now() + 60s;
+    std::error_code ec;
+    while (!stop.stop_requested() && Clock::now() < deadline &&
+           !(std::filesystem::exists(injected, ec) && std::filesystem::file_size(injected, ec) > 0))
+      std::this_thread::sleep_for(10ms);
+    if (stop.stop_requested() || Clock::now() >= deadline) return;
+    // The detector cordons k1; the workload leaves it and comes back on k2.
+    (void)kube_->request("PATCH", "/api/v1/nodes/k1", R"({"spec":{"unschedulable":true}})",
+                         "application/merge-patch+json");
+    (void)kube_->request("DELETE", "/api/v1/namespaces/default/pods/train-a?gracePeriodSeconds=0");
+    (void)kube_->request("DELETE", "/api/v1/namespaces/default/pods/train-0?gracePeriodSeconds=0");
+    std::this_thread::sleep_for(300ms);
+    running("train-a-r1", "k2");
+  });
+  auto report = drill({"--scenario", "xid79", "--workload", "app=train", "--detect-timeout-s", "60",
+                       "--drain-timeout-s", "60", "--replace-timeout-s", "60"});
+  cluster.request_stop();
+  cluster.join();
+  ASSERT_TRUE(report.is_object());
+  const json* drained = stage(report, "drained");
+  const json* replaced = stage(report, "replaced");
+  ASSERT_TRUE(drained && replaced) << report.dump(2);
+  ASSERT_TRUE((*drained)["reached"].get<bool>()) << report.dump(2);
+  ASSERT_TRUE((*replaced)["reached"].get<bool>()) << report.dump(2);
+  EXPECT_EQ((*replaced)["how"], "1 pods of app=train running on k2");
+  EXPECT_GE((*replaced)["at_ms"].get<double>(), (*drained)["at_ms"].get<double>());
+  std::printf("[ measure  ] drill on the real API server: drained %.1f ms, rescheduled pod running %.1f ms (+/- %.1f)\n",
+              (*drained)["at_ms"].get<double>(), (*replaced)["at_ms"].get<double>(),
+              (*replaced)["uncertainty_ms"].get<double>() / 2);
+}
+
 }  // namespace

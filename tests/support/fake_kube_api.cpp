@@ -62,9 +62,10 @@ FakeKubeApi::FakeKubeApi(std::string name) : name_(std::move(name)) {
     std::string on;
     auto sel = req.get_param_value("fieldSelector");
     if (sel.rfind("spec.nodeName=", 0) == 0) on = sel.substr(14);
+    const auto labels = req.get_param_value("labelSelector");
     json items = json::array();
     for (const auto& p : pods_)
-      if (on.empty() || p["spec"].value("nodeName", "") == on) items.push_back(p);
+      if ((on.empty() || p["spec"].value("nodeName", "") == on) && matches(p, labels)) items.push_back(p);
     res.set_content(json{{"kind", "PodList"}, {"apiVersion", "v1"}, {"metadata", json::object()}, {"items", items}}.dump(),
                     "application/json");
   });

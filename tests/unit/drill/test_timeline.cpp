@@ -390,3 +390,56 @@ TEST(Timeline, WithSeveralSourcesTheFirstToShowItWinsAndSaysHow) {
                                       job({"n1"}, 0))});
   EXPECT_EQ(spare[2].how, "spare1 joined reservation drill");
 }
+
+namespace {
+
+cmax::drill::KubeWorkload pods(int on_target, int elsewhere, std::vector<std::string> nodes = {}) {
+  cmax::drill::KubeWorkload w;
+  w.selector = "app=train";
+  w.on_target = on_target;
+  w.elsewhere = elsewhere;
+  w.elsewhere_nodes = std::move(nodes);
+  return w;
+}
+
+}  // namespace
+
+// Kubernetes: replaced once the target's pods run elsewhere, all of them, and none is left on it.
+TEST(Timeline, AWorkloadRescheduledOffTheTargetIsReplaced) {
+  auto base = baseline();
+  base.workload = pods(2, 1, {"k3"});
+  std::vector<Observation> polls = {obs(0, 2, "IDLE+DRAIN", "cordoned"), obs(10, 12, "IDLE+DRAIN", "cordoned"),
+                                    obs(20, 22, "IDLE+DRAIN", "cordoned"), obs(30, 32, "IDLE+DRAIN", "cordoned")};
+  polls[0].workload = pods(2, 1, {"k3"});
+  polls[1].workload = pods(0, 2, {"k2", "k3"});  // one of the two back: not yet
+  polls[2].workload = pods(0, 3, {"k2", "k3"});
+  polls[3].workload = std::nullopt;               // a failed read says nothing
+  auto s = stages(base, polls);
+  const auto& r = s[static_cast<std::size_t>(Stage::kReplaced)];
+  ASSERT_TRUE(r.reached);
+  EXPECT_DOUBLE_EQ(r.at_ms, 22);
+  EXPECT_DOUBLE_EQ(r.lower_ms, 10);
+  EXPECT_EQ(r.how, "3 pods of app=train running on k2,k3");
+  // A workload that does not run on the target cannot show a rescheduling: refused.
+  auto none = baseline();
+  none.workload = pods(0, 3, {"k2"});
+  auto refused = compute_stages(none, polls);
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message.find("no Running pod of app=train"), std::string::npos);
+}
+
+TEST(KubeWorkload, RunningPodsNotBeingDeletedAreCountedWhereTheyRun) {
+  auto w = cmax::drill::kube_workload(R"({"kind":"PodList","items":[
+      {"metadata":{"name":"a"},"spec":{"nodeName":"k1"},"status":{"phase":"Running"}},
+      {"metadata":{"name":"b","deletionTimestamp":"2026-12-06T00:00:00Z"},"spec":{"nodeName":"k2"},"status":{"phase":"Running"}},
+      {"metadata":{"name":"c"},"spec":{"nodeName":"k3"},"status":{"phase":"Running"}},
+      {"metadata":{"name":"d"},"spec":{"nodeName":"k2"},"status":{"phase":"Pending"}},
+      {"metadata":{"name":"e"},"spec":{},"status":{"phase":"Running"}},
+      {"metadata":{"name":"f"},"spec":{"nodeName":"k3"},"status":{"phase":"Running"}}, 7, null]})",
+                                      "k1", "app=train");
+  ASSERT_TRUE(w) << w.error().message;
+  EXPECT_EQ(w->on_target, 1);
+  EXPECT_EQ(w->elsewhere, 2);
+  EXPECT_EQ(w->elsewhere_nodes, (std::vector<std::string>{"k3"}));
+  EXPECT_FALSE(cmax::drill::kube_workload(R"({"kind":"Node"})", "k1", "x"));
+}
