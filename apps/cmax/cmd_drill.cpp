@@ -41,6 +41,7 @@
 #include "report/run_dir.h"
 #include "sched/policy.h"
 #include "sched/kubernetes.h"
+#include "sched/kubernetes_parse.h"
 #include "sched/slurm.h"
 #include "sched/slurm_parse.h"
 
@@ -54,6 +55,7 @@ constexpr int kExitOk = 0, kExitStageFailed = 1, kExitEnv = audit::kExitUsage;
 struct DrillFlags {
   std::string scenario, nodes, slurm_conf, reservation, partition, job, inject = "auto", out, gpu, kmsg = "/dev/kmsg", run_dir;
   std::string workload;  ///< --workload SELECTOR (Kubernetes): pods whose rescheduling is the replacement
+  std::string rack;      ///< --rack: a Slurm topology switch or block, or (Kubernetes) a node label selector
   bool yes = false, json = false, wait_return = false, provider_runs_cmax = false;
   bool reboot = false;        ///< --reboot: once drained, the drill requests the reboot (scontrol reboot nextstate=RESUME)
   bool await_reboot = false;  ///< --await-reboot: time the provider's own reboot flow
@@ -335,6 +337,42 @@ json fleet_summary(const json& nodes, const std::vector<std::string>& spares_bef
           {"spares_before_count", spares_before.size()}};
 }
 
+// The nodes of --rack: on Slurm a switch or block of the topology (`scontrol show topology NAME`:
+// SwitchName= or BlockName= with Nodes=), on Kubernetes the nodes a label selector names
+// (topology.kubernetes.io/zone=..., a rack label).
+Result<std::vector<std::string>> rack_nodes(const DrillFlags& f) {
+  if (f.kubernetes()) {
+    auto options = kube_options(f, true);
+    if (!options) return Unexpected<Error>{options.error()};
+    sched::KubernetesScheduler api(*options);
+    auto text = api.get("/api/v1/nodes?labelSelector=" + sched::kube::encode_query_value(f.rack));
+    if (!text) return fail("--rack {}: list the nodes: {}", f.rack, text.error().message);
+    auto page = sched::kube::parse_node_list(*text);
+    if (!page) return fail("--rack {}: {}", f.rack, page.error().message);
+    std::vector<std::string> out;
+    for (const auto& n : page->nodes) out.push_back(n.name);
+    return out;
+  }
+  const sched::SlurmOptions so{f.slurm_conf, std::chrono::milliseconds(f.scontrol_timeout_ms), false};
+  auto text = sched::run_scontrol(so, {so.scontrol, "show", "topology", f.rack});
+  if (!text) return fail("--rack {}: {}", f.rack, text.error().message);
+  for (auto line : core::split_lines(*text)) {
+    std::string_view name, nodes;
+    for (auto field : core::split_any(line, " \t")) {
+      if (field.starts_with("SwitchName=")) name = field.substr(11);
+      else if (field.starts_with("BlockName=")) name = field.substr(10);
+      else if (field.starts_with("Nodes=")) nodes = field.substr(6);
+    }
+    if (name != f.rack) continue;
+    if (nodes.empty() || nodes == "(null)")
+      return fail("--rack {}: the switch or block lists no node", f.rack);
+    return sched::expand_hostlist(nodes);
+  }
+  return fail("--rack {}: no switch or block of that name in Slurm's topology (scontrol show topology; "
+              "TopologyPlugin topology/tree or topology/block)",
+              f.rack);
+}
+
 // --reboot: waits (bounded by the drain timeout) until `node` is drained, then asks Slurm to reboot
 // it and return it: `scontrol reboot nextstate=RESUME reason="cmax drill ID: reboot" NODE`. What
 // was sent, when (ms after the injection) and what came back.
@@ -422,13 +460,18 @@ int run_drill(const DrillFlags& f0) {
   if (!scenario) return env_error(scenario.error().message);
   auto steps = drill::render(*scenario, targets_for(f));
   if (!steps) return env_error(steps.error().message);
-  if (f.nodes.empty()) return env_error("--nodes is required: name the nodes to drill (nothing is chosen for you)");
-  auto nodes = sched::expand_hostlist(f.nodes);
-  if (!nodes) return env_error(fmt::format("--nodes {}: {}", f.nodes, nodes.error().message));
-  if (nodes->empty()) return env_error("--nodes names no node");
+  if (f.nodes.empty() && f.rack.empty())
+    return env_error("--nodes or --rack is required: name the nodes to drill (nothing is chosen for you)");
+  if (!f.nodes.empty() && !f.rack.empty()) return env_error("give --nodes or --rack, not both");
+  auto nodes = f.rack.empty() ? sched::expand_hostlist(f.nodes) : rack_nodes(f);
+  if (!nodes) return env_error(f.rack.empty() ? fmt::format("--nodes {}: {}", f.nodes, nodes.error().message)
+                                              : nodes.error().message);
+  if (nodes->empty()) return env_error(f.rack.empty() ? "--nodes names no node" : "--rack " + f.rack + " holds no node");
+  if (f.nodes.empty()) f.nodes = fmt::format("{}", fmt::join(*nodes, ","));
   if (static_cast<int>(nodes->size()) > f.max_nodes)
-    return env_error(fmt::format("--nodes names {} nodes; one drill may touch at most {} (--max-nodes)", nodes->size(),
-                                 f.max_nodes));
+    return env_error(fmt::format("{} {} nodes; one drill may touch at most {} (--max-nodes)",
+                                 f.rack.empty() ? std::string("--nodes names") : "--rack " + f.rack + " holds",
+                                 nodes->size(), f.max_nodes));
   if (!f.kubernetes() && !f.workload.empty())
     return env_error("--workload is Kubernetes' (a label selector of pods); on Slurm watch a --job, --reservation or "
                      "--partition");
@@ -988,6 +1031,9 @@ Runner setup_drill(CLI::App& sub) {
   run->add_option("--nodes", f->nodes, "Target nodes, a Slurm hostlist (n1,n2 or n[1-2])");
   run->add_flag("--yes", f->yes, "Inject for real (without it: print the plan)");
   run->add_option("--max-nodes", f->max_nodes, "The most nodes one drill may touch")->capture_default_str();
+  run->add_option("--rack", f->rack,
+                  "Drill every node of a rack at once (with --parallel): on Slurm a switch or block of the topology "
+                  "(scontrol show topology NAME), on Kubernetes a node label selector (e.g. rack=r07)");
   run->add_option("--workload", f->workload,
                   "Kubernetes: a label selector (app=train) of the workload's pods; replaced is when the pods that ran "
                   "on the target run again, Running, on other nodes");

@@ -118,6 +118,11 @@ Result<void> SlurmCluster::launch(const SlurmClusterOptions& options, std::uint6
   auto base = pick_ports(rng, 1 + static_cast<int>(nodes_.size()));
   if (!base) return Unexpected<Error>{base.error()};
   ctld_port_ = static_cast<std::uint16_t>(*base);
+  for (const auto& [name, content] : options.files) {
+    std::ofstream file(dir_ / name, std::ios::trunc);
+    file << content;
+    if (!file.flush()) return fail("write {}", (dir_ / name).string());
+  }
   std::vector<std::string> extra = options.extra_conf;
   if (options.reboot) {
     // slurmd runs RebootProgram through system(): its parent is sh or slurmd itself, whose command

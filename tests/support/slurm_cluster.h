@@ -34,6 +34,8 @@ struct SlurmClusterOptions {
   /// at about 0 (unshare --time --boottime), so slurmd reports a new BootTime, as after a real
   /// reboot (Slurm completes a reboot only on a boot later than its request).
   bool reboot = false;
+  /// Files written beside slurm.conf before the daemons start (name, content): topology.conf, ...
+  std::vector<std::pair<std::string, std::string>> files;
   std::chrono::milliseconds reboot_down{1500};
 };
 
