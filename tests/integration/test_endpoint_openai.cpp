@@ -31,6 +31,13 @@ constexpr const char* kAnthropicPackage = "@anthropic-ai/sdk@1.17.0";
 
 std::string tail(const std::string& s, std::size_t n = 2000) { return s.size() > n ? s.substr(s.size() - n) : s; }
 
+// A conformance script's summary: the last line of its stdout, as JSON (discarded when not JSON).
+json summary_line(std::string out) {
+  while (!out.empty() && out.back() == '\n') out.pop_back();
+  const auto nl = out.rfind('\n');
+  return json::parse(nl == std::string::npos ? out : out.substr(nl + 1), nullptr, false);
+}
+
 // Installs `package` (its node_modules folder: `installed`) into <build>/npm once; the node binary,
 // or "" with *skip set.
 std::string node_with(const char* package, const fs::path& installed, std::string* skip) {
@@ -72,10 +79,7 @@ TEST(EndpointOpenAi, TheOfficialNodeClientReadsWhatTheServerAccounts) {
   ASSERT_TRUE(run) << run.error().message;
   ASSERT_FALSE(run->timed_out) << run->err;
   // The summary is the last line of stdout.
-  std::string last_line = run->out;
-  while (!last_line.empty() && last_line.back() == '\n') last_line.pop_back();
-  last_line = last_line.substr(last_line.rfind('\n') == std::string::npos ? 0 : last_line.rfind('\n') + 1);
-  auto summary = json::parse(last_line, nullptr, false);
+  auto summary = summary_line(run->out);
   ASSERT_TRUE(summary.is_object()) << "stdout:\n" << run->out << "\nstderr:\n" << tail(run->err);
   EXPECT_EQ(run->exit_code, 0) << summary.dump(2) << "\n" << tail(run->err);
   EXPECT_TRUE(summary["ok"].get<bool>()) << summary["errors"].dump(2);
@@ -169,10 +173,7 @@ TEST(EndpointOpenAi, TheOfficialAnthropicClientReadsWhatTheServerAccounts) {
       {{node, script.string(), "http://127.0.0.1:" + std::to_string(serve.port()), "cmax-sim"}, 60s});
   ASSERT_TRUE(run) << run.error().message;
   ASSERT_FALSE(run->timed_out) << run->err;
-  std::string last_line = run->out;
-  while (!last_line.empty() && last_line.back() == '\n') last_line.pop_back();
-  last_line = last_line.substr(last_line.rfind('\n') == std::string::npos ? 0 : last_line.rfind('\n') + 1);
-  auto summary = json::parse(last_line, nullptr, false);
+  auto summary = summary_line(run->out);
   ASSERT_TRUE(summary.is_object()) << "stdout:\n" << run->out << "\nstderr:\n" << tail(run->err);
   EXPECT_EQ(run->exit_code, 0) << summary.dump(2) << "\n" << tail(run->err);
   EXPECT_TRUE(summary["ok"].get<bool>()) << summary["errors"].dump(2);
