@@ -8,8 +8,6 @@
 #  3. TTFT at concurrency 24: cmax's per-request TTFT against the server's own timestamps
 #     (/cmax/requests), joined on the response id: median and p99 of |difference|.
 # Usage: bench/endpoint_bench_vs_openai.sh [BUILD=build] [REPS=3] [REQUESTS=1000] [TOKENS=300]
-# Environment: interval=N tokens a server write (4); io="io_uring epoll" runs cmax once per
-# --native-io listed in each rep, beside the one node run (default "auto": one cmax run).
 # Needs node and <BUILD>/npm/node_modules/openai (test_endpoint_openai installs it there).
 set -euo pipefail
 build=${1:-build}
@@ -29,33 +27,24 @@ common=(--fixed --input-tokens 64 --output-tokens "$tokens" --ignore-eos --max-r
 "$cmax" endpoint bench --dry-run --model cmax-sim "${common[@]}" >"$work/bodies.jsonl"
 
 echo "== 1. $requests concurrent streams of $tokens tokens, ${interval:-4} tokens a server write (REPS=$reps)"
-ios=(${io:-auto})
 for r in $(seq "$reps"); do
-  for i in "${ios[@]}"; do
-    start_server
-    /usr/bin/time -f "%U %S" -o "$work/cmax-$i.time" "$cmax" endpoint bench --base-url "http://127.0.0.1:$port/v1" \
-      "${common[@]}" --concurrency "$requests" --requests-per-level "$requests" --native-io "$i" \
-      --out "$work/run$r-$i" --json >"$work/cmax-$i.json"
-  done
+  start_server
+  /usr/bin/time -f "%U %S" -o "$work/cmax.time" "$cmax" endpoint bench --base-url "http://127.0.0.1:$port/v1" \
+    "${common[@]}" --concurrency "$requests" --requests-per-level "$requests" --out "$work/run$r" --json >"$work/cmax.json"
+  ctok=$(node -e 'const j=require(process.argv[1]);console.log(j.overall.completion_tokens, j.overall.output_tokens_per_s.toFixed(0), j.overall.succeeded)' "$work/cmax.json")
   start_server
   /usr/bin/time -f "%U %S" -o "$work/node.time" node "$npmdir/openai_bench_client.mjs" "http://127.0.0.1:$port/v1" \
     "$work/bodies.jsonl" "$requests" >"$work/node.json"
   ntok=$(node -e 'const j=require(process.argv[1]);console.log(j.completion_tokens, (j.completion_tokens/j.wall_s).toFixed(0), j.ok)' "$work/node.json")
+  read -r ct crate cok <<<"$ctok"
   read -r nt nrate nok <<<"$ntok"
-  nc=$(cpu "$work/node.time")
-  for i in "${ios[@]}"; do
-    ctok=$(node -e 'const j=require(process.argv[1]);console.log(j.overall.completion_tokens, j.overall.output_tokens_per_s.toFixed(0), j.overall.succeeded, j.receive)' "$work/cmax-$i.json")
-    read -r ct crate cok crecv <<<"$ctok"
-    cc=$(cpu "$work/cmax-$i.time")
-    awk -v r="$r" -v io="$crecv" -v ct="$ct" -v cr="$crate" -v cok="$cok" -v cc="$cc" -v nt="$nt" -v nr="$nrate" -v nok="$nok" -v nc="$nc" 'BEGIN {
-      cu = cc / ct * 1e6; nu = nc / nt * 1e6;
-      printf "run %d: cmax (%s) %d ok, %d tokens, %d tok/s, %.2f s CPU = %.2f us/token | node+openai %d ok, %d tokens, %d tok/s, %.2f s CPU = %.2f us/token | ratio %.1fx\n", r, io, cok, ct, cr, cc, cu, nok, nt, nr, nc, nu, nu / cu }' | tee -a "$work/ratios-$i"
-  done
+  cc=$(cpu "$work/cmax.time"); nc=$(cpu "$work/node.time")
+  awk -v r="$r" -v ct="$ct" -v cr="$crate" -v cok="$cok" -v cc="$cc" -v nt="$nt" -v nr="$nrate" -v nok="$nok" -v nc="$nc" 'BEGIN {
+    cu = cc / ct * 1e6; nu = nc / nt * 1e6;
+    printf "run %d: cmax %d ok, %d tokens, %d tok/s, %.2f s CPU = %.2f us/token | node+openai %d ok, %d tokens, %d tok/s, %.2f s CPU = %.2f us/token | ratio %.1fx\n", r, cok, ct, cr, cc, cu, nok, nt, nr, nc, nu, nu / cu }' | tee -a "$work/ratios"
 done
-for i in "${ios[@]}"; do
-  awk '{ for (i = 1; i <= NF; i++) if ($i == "ratio") print $(i+1) }' "$work/ratios-$i" | tr -d x | sort -n |
-    awk -v io="$i" '{ a[NR] = $1 } END { printf "median ratio (node CPU per token / cmax --native-io %s CPU per token): %.1fx over %d runs\n", io, a[int((NR + 1) / 2)], NR }'
-done
+awk '{ for (i = 1; i <= NF; i++) if ($i == "ratio") print $(i+1) }' "$work/ratios" | tr -d x | sort -n |
+  awk '{ a[NR] = $1 } END { printf "median ratio (node CPU per token / cmax CPU per token): %.1fx over %d runs\n", a[int((NR + 1) / 2)], NR }'
 
 n=$((requests < 50 ? requests : 50))
 echo "== 2. agreement at concurrency 1 (fresh unpaced servers, the same $n bodies)"

@@ -102,7 +102,6 @@ struct BenchFlags {
   bool flush_cache = false;   ///< --flush-cache: empty the server's prefix cache before each level
   double max_error_share = 0.1;
   int wake_interval_us = 1000, coalesce_from = 128;
-  std::string native_io = "auto";
   std::uint64_t seed = 1;
   // the capacity search
   std::string capacity;          ///< "", "concurrency" or "rate"
@@ -500,9 +499,6 @@ int run_bench_cmd(BenchFlags& f) {
   TransportKind transport;
   if (!transport_from_name(f.transport, transport))
     return usage(fmt::format("--transport {}: use auto, native or curl", f.transport));
-  NativeIo native_io;
-  if (!native_io_from_name(f.native_io, native_io))
-    return usage(fmt::format("--native-io {}: use auto, io_uring or epoll", f.native_io));
   if (int(!f.trace.empty()) + int(f.multiturn) + int(f.fixed) + int(!f.prompts.empty()) > 1)
     return usage("give one workload: a trace file, --multiturn, --fixed or --prompts FILE");
   if (int(!f.concurrency.empty()) + int(f.rate > 0) + int(f.trace_timestamps) > 1)
@@ -681,7 +677,6 @@ int run_bench_cmd(BenchFlags& f) {
   cc.api_key = key->first;
   cc.http = http;
   cc.transport = transport;
-  cc.native_io = native_io;
   cc.wake_interval = std::chrono::microseconds(f.wake_interval_us);
   cc.coalesce_from = f.coalesce_from;
   cc.ca_file = f.ca_file;
@@ -826,7 +821,6 @@ int run_bench_cmd(BenchFlags& f) {
       {"stream", rc.stream},
       {"http", std::string(http_version_name(http))},
       {"transport", std::string((*engine)->transport())},
-      {"receive", std::string((*engine)->receive())},
       {"api_key", key->second},
       {"headers", header_names},  // names only: a header may carry a credential
       {"extra_body", rc.extra_body.empty() ? json(nullptr) : json::parse(rc.extra_body)},
@@ -1042,10 +1036,6 @@ Runner setup_endpoint_bench(CLI::App& b) {
   b.add_option("--http", f->http, "1.1, 2 (h2c on http://) or auto (HTTP/2 when TLS offers it)")->capture_default_str();
   b.add_option("--transport", f->transport,
                "auto (native for http://, libcurl for https:// and HTTP/2), native (lean HTTP/1.1), or curl")
-      ->capture_default_str();
-  b.add_option("--native-io", f->native_io,
-               "How the native transport receives: auto (io_uring on Linux 6.1+ where not disabled, else epoll), "
-               "io_uring (or fail), epoll (one recv per readable socket). bench.json's \"receive\" says which ran")
       ->capture_default_str();
   b.add_option("--wake-interval-us", f->wake_interval_us,
                "With --coalesce-from or more requests in flight, wake at most this often and read all that arrived "

@@ -1,11 +1,9 @@
-// The native transport: HTTP/1.1 over cleartext TCP on one thread. Responses are received through
-// io_uring where the kernel allows (a multishot receive per connection into provided buffers; see
-// uring_recv.h), else with one recv per readable socket on an epoll loop into a shared buffer;
-// connecting and sending always go through epoll. The response head is parsed once, the body
-// (Content-Length, chunked, or to the close) is handed to the handler straight from the received
-// buffer, and only bytes left over (a chunk-size line cut by the read) are kept in the
-// connection's own. Keep-alive connections are pooled; a pooled connection the server closed while
-// idle is replaced once, transparently, when it fails before any byte of the response.
+// The native transport: HTTP/1.1 over cleartext TCP on one epoll loop. Per readable socket, one
+// recv into a shared buffer; the response head is parsed once, the body (Content-Length, chunked,
+// or to the close) is handed to the handler straight from that buffer, and only bytes left over
+// (a chunk-size line cut by the read) are kept in the connection's own. Keep-alive
+// connections are pooled; a pooled connection the server closed while idle is replaced once,
+// transparently, when it fails before any byte of the response.
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -29,14 +27,12 @@
 
 #include "loadgen/http1_decoder.h"
 #include "loadgen/transport.h"
-#include "loadgen/uring_recv.h"
 
 namespace cmax::loadgen::detail {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr std::size_t kReadBytes = 64 * 1024;
-constexpr std::uint64_t kEpollTag = 2;  // the io_uring poll on the epoll descriptor (Conn* tags are larger)
 
 
 
@@ -49,9 +45,6 @@ struct Conn {
   Exchange* x = nullptr;
   std::string buf;      // unread bytes
   std::size_t off = 0;  // start of the unread part of buf
-  std::uint32_t epoll_events = 0;  // what epoll watches on fd; 0 = not registered
-  bool armed = false;   // an io_uring multishot receive is running on fd
-  bool dying = false;   // closed while armed: deleted at the receive's last completion
 };
 
 struct Exchange final : Http1Sink {
@@ -85,8 +78,6 @@ class NativeTransport final : public Transport {
   ~NativeTransport() override {
     cancel_all();
     for (auto* c : idle_) close_conn(c);
-    uring_.reset();  // cancels every receive still armed
-    for (auto* c : dying_) delete c;
     if (epfd_ >= 0) ::close(epfd_);
   }
   bool ok() const { return epfd_ >= 0; }
@@ -111,7 +102,6 @@ class NativeTransport final : public Transport {
 
   int poll(std::chrono::milliseconds timeout) override {
     coalesce_wakeups(config_, active_, last_wake_, timeout);
-    if (uring()) return poll_uring(timeout);
     epoll_event events[512];
     const int n = ::epoll_wait(epfd_, events, 512, static_cast<int>(std::max<long>(0, timeout.count())));
     // Each event's connection, exchange and handler are cold (the server ran since the last
@@ -132,10 +122,14 @@ class NativeTransport final : public Transport {
       }
     }
     for (int i = 0; i < n; ++i) on_event(static_cast<Conn*>(events[i].data.ptr), events[i].events);
-    return after_wake();
+    const auto now = Clock::now();
+    if (now - last_scan_ >= std::chrono::milliseconds(50)) {
+      last_scan_ = now;
+      check_timeouts(now);
+    }
+    last_wake_ = Clock::now();
+    return active_;
   }
-
-  std::string_view receive() const override { return uring_ ? "io_uring" : "epoll"; }
 
   void cancel_all() override {
     auto all = busy_;
@@ -154,139 +148,7 @@ class NativeTransport final : public Transport {
   }
 
  private:
-  int after_wake() {
-    const auto now = Clock::now();
-    if (now - last_scan_ >= std::chrono::milliseconds(50)) {
-      last_scan_ = now;
-      check_timeouts(now);
-    }
-    last_wake_ = Clock::now();
-    return active_;
-  }
-
-  // The io_uring receiver, opened on first use (on the engine's thread, as SINGLE_ISSUER wants);
-  // null where the kernel refuses it or --native-io epoll: everything then goes through epoll.
-  UringRecv* uring() {
-    if (!uring_tried_) {
-      uring_tried_ = true;
-      if (config_.native_io != NativeIo::kEpoll) {
-        if (auto u = UringRecv::open()) {
-          uring_ = std::move(*u);
-          uring_->poll(epfd_, kEpollTag);
-        }
-      }
-    }
-    return uring_.get();
-  }
-
-  // One wake-up with io_uring: every connection's received bytes, then what epoll has (connects
-  // and sends that would have blocked), then the timeouts.
-  int poll_uring(std::chrono::milliseconds timeout) {
-    events_.clear();
-    uring_->wait(static_cast<int>(std::max<long>(0, timeout.count())), events_);
-    bool epoll_woke = false;
-    // Until a pass brings nothing (bounded: a flood cannot keep this wake-up going for ever).
-    for (int pass = 0; pass < 1024; ++pass) {
-      epoll_woke |= on_completions();
-      events_.clear();
-      if (uring_->more(events_) == 0) break;
-    }
-    // epoll's level-triggered readiness does not wake the io_uring poll again while it lasts: ask
-    // epoll directly whenever any socket is registered with it.
-    if (epoll_woke || in_epoll_ > 0) {
-      epoll_event events[512];
-      for (;;) {
-        const int n = ::epoll_wait(epfd_, events, 512, 0);
-        for (int i = 0; i < n; ++i) on_event(static_cast<Conn*>(events[i].data.ptr), events[i].events);
-        if (n < 512) break;
-      }
-    }
-    return after_wake();
-  }
-
-  // The completions in events_; true when the epoll descriptor was among them.
-  bool on_completions() {
-    for (const auto& e : events_)
-      if (e.tag != kEpollTag) __builtin_prefetch(reinterpret_cast<const void*>(e.tag));
-    for (const auto& e : events_) {
-      if (e.tag == kEpollTag) continue;
-      if (const Exchange* x = reinterpret_cast<const Conn*>(e.tag)->x) {
-        __builtin_prefetch(x);
-        __builtin_prefetch(reinterpret_cast<const char*>(x) + 64);
-        __builtin_prefetch(reinterpret_cast<const char*>(x) + 128);
-      }
-    }
-    bool epoll_woke = false;
-    for (const auto& e : events_) {
-      if (e.tag == kEpollTag) {
-        epoll_woke = true;
-        if (!e.more) uring_->poll(epfd_, kEpollTag);
-        continue;
-      }
-      on_recv(reinterpret_cast<Conn*>(e.tag), e);
-    }
-    return epoll_woke;
-  }
-
-  // One io_uring receive completion for connection c.
-  void on_recv(Conn* c, const RecvEvent& e) {
-    const std::string_view got = uring_->bytes(e);
-    // The buffer goes back to the kernel at the next wait(), after these bytes are consumed here.
-    uring_->recycle(e.buffer);
-    if (!e.more) c->armed = false;
-    if (c->dying) {
-      if (!c->armed) {
-        dying_.erase(std::remove(dying_.begin(), dying_.end(), c), dying_.end());
-        delete c;
-      }
-      return;
-    }
-    if (e.res == -ENOBUFS) {  // every buffer was in use: the bytes wait in the socket
-      arm(c);
-      return;
-    }
-    if (c->x == nullptr) {  // an idle pooled connection: the server closed it (or sent junk)
-      idle_.erase(std::remove(idle_.begin(), idle_.end(), c), idle_.end());
-      close_conn(c);
-      return;
-    }
-    if (e.res > 0 && !c->armed) arm(c);  // the kernel ended the multishot receive (a full queue)
-    if (e.res < 0) {
-      broken(c, fmt::format("recv: {}", std::strerror(-e.res)));
-      return;
-    }
-    if (e.res == 0) {
-      at_eof(c);
-      return;
-    }
-    consume(c, got);
-  }
-
-  void arm(Conn* c) {
-    uring_->arm(c->fd, reinterpret_cast<std::uint64_t>(c));
-    c->armed = true;
-  }
-
-  // What epoll watches on c's socket (0: nothing), with the fewest epoll_ctl calls.
-  void watch(Conn* c, std::uint32_t events) {
-    if (c->fd < 0 || c->epoll_events == events) return;
-    epoll_event ev{};
-    ev.data.ptr = c;
-    ev.events = events;
-    if (events == 0) {
-      ::epoll_ctl(epfd_, EPOLL_CTL_DEL, c->fd, nullptr);
-      --in_epoll_;
-    } else if (c->epoll_events == 0) {
-      ::epoll_ctl(epfd_, EPOLL_CTL_ADD, c->fd, &ev);
-      ++in_epoll_;
-    } else {
-      ::epoll_ctl(epfd_, EPOLL_CTL_MOD, c->fd, &ev);
-    }
-    c->epoll_events = events;
-  }
-
   void submit(Exchange* x) {
-    uring();  // decided before the first connection: a connection is either io_uring's or epoll's
     ++active_;
     x->started = x->last_io = Clock::now();
     queue_.push_back(x);
@@ -345,9 +207,11 @@ class NativeTransport final : public Transport {
       finish(x, ErrorClass::kConnect, fmt::format("connect to {}: {}", host_, std::strerror(connect_errno_)));
       return;
     }
+    epoll_event ev{};
+    ev.data.ptr = c;
+    ev.events = EPOLLIN | EPOLLOUT;
+    if (::epoll_ctl(epfd_, EPOLL_CTL_MOD, c->fd, &ev) != 0) ::epoll_ctl(epfd_, EPOLL_CTL_ADD, c->fd, &ev);
     x->phase = c->connected ? Exchange::Phase::kSending : Exchange::Phase::kConnecting;
-    if (uring_ == nullptr) watch(c, EPOLLIN | EPOLLOUT);
-    else if (!c->connected) watch(c, EPOLLOUT);  // connected: epoll only if the send would block
     if (c->connected) send_some(c);
   }
 
@@ -367,10 +231,7 @@ class NativeTransport final : public Transport {
       msg.msg_iovlen = static_cast<std::size_t>(n);
       const ssize_t w = ::sendmsg(c->fd, &msg, MSG_NOSIGNAL);
       if (w < 0) {
-        if (errno == EAGAIN || errno == EWOULDBLOCK) {  // EPOLLOUT will call again
-          if (uring_) watch(c, EPOLLOUT);
-          return;
-        }
+        if (errno == EAGAIN || errno == EWOULDBLOCK) return;  // EPOLLOUT will call again
         broken(c, fmt::format("send: {}", std::strerror(errno)));
         return;
       }
@@ -378,12 +239,10 @@ class NativeTransport final : public Transport {
       x->last_io = Clock::now();
     }
     x->phase = Exchange::Phase::kResponse;
-    if (uring_) {
-      watch(c, 0);
-      if (!c->armed) arm(c);  // armed once per connection: it stays armed while pooled
-    } else {
-      watch(c, EPOLLIN);
-    }
+    epoll_event ev{};
+    ev.data.ptr = c;
+    ev.events = EPOLLIN;
+    ::epoll_ctl(epfd_, EPOLL_CTL_MOD, c->fd, &ev);
   }
 
   void on_event(Conn* c, std::uint32_t events) {
@@ -408,38 +267,28 @@ class NativeTransport final : public Transport {
       send_some(c);
       if (c->x != x || x->phase == Exchange::Phase::kSending) return;
     }
-    if (uring_) return;  // the response arrives through io_uring
     if ((events & (EPOLLIN | EPOLLHUP | EPOLLERR)) == 0) return;
-    // One recv into one shared buffer; level-triggered epoll brings us back if more is waiting.
+    // One recv; level-triggered epoll brings us back if more is waiting.
+    if (c->off > 0 && c->off == c->buf.size()) {
+      c->buf.clear();
+      c->off = 0;
+    }
+    // Into one shared buffer: decoded from there when nothing was left over from the last read
+    // (the usual case), else appended to what was.
     const ssize_t r = ::recv(c->fd, read_buf_.get(), kReadBytes, 0);
     if (r < 0) {
       if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return;
       broken(c, fmt::format("recv: {}", std::strerror(errno)));
       return;
     }
-    if (r == 0) {
-      at_eof(c);
+    if (r == 0) {  // EOF
+      x->decoder.eof();
+      if (x->decoder.state() == Http1Decoder::State::kDone) finish(x, ErrorClass::kNone, "");
+      else broken(c, x->decoder.error());
       return;
     }
-    consume(c, std::string_view(read_buf_.get(), static_cast<std::size_t>(r)));
-  }
-
-  void at_eof(Conn* c) {
-    Exchange* x = c->x;
-    x->decoder.eof();
-    if (x->decoder.state() == Http1Decoder::State::kDone) finish(x, ErrorClass::kNone, "");
-    else broken(c, x->decoder.error());
-  }
-
-  // Bytes received on c, decoded straight from where they were received when nothing was left
-  // over from the last read (the usual case), else appended to what was.
-  void consume(Conn* c, std::string_view got) {
-    Exchange* x = c->x;
-    if (c->off > 0 && c->off == c->buf.size()) {
-      c->buf.clear();
-      c->off = 0;
-    }
     x->last_io = Clock::now();
+    const std::string_view got(read_buf_.get(), static_cast<std::size_t>(r));
     if (c->off == c->buf.size()) {
       const std::size_t used = x->decoder.feed(got, *x);
       c->buf.assign(got.substr(used));  // a partial chunk-size line, or bytes after the response
@@ -493,14 +342,9 @@ class NativeTransport final : public Transport {
   }
 
   void close_conn(Conn* c) {
-    watch(c, 0);
-    if (c->fd >= 0) ::close(c->fd);  // an armed receive holds the socket open until it is cancelled
-    c->fd = -1;
-    if (c->armed) {
-      uring_->cancel(reinterpret_cast<std::uint64_t>(c));
-      c->dying = true;
-      dying_.push_back(c);
-      return;
+    if (c->fd >= 0) {
+      ::epoll_ctl(epfd_, EPOLL_CTL_DEL, c->fd, nullptr);
+      ::close(c->fd);
     }
     delete c;
   }
@@ -529,10 +373,10 @@ class NativeTransport final : public Transport {
         c->buf.clear();
         c->off = 0;
         c->reused = true;
-        // An idle connection that turns readable was closed by the server: its armed receive
-        // tells (io_uring), or epoll does.
-        if (uring_ == nullptr) watch(c, EPOLLIN);
-        else if (!c->armed) arm(c);
+        epoll_event ev{};
+        ev.data.ptr = c;
+        ev.events = EPOLLIN;  // an idle connection that turns readable was closed by the server
+        ::epoll_ctl(epfd_, EPOLL_CTL_MOD, c->fd, &ev);
         idle_.push_back(c);
       } else {
         close_conn(c);
@@ -573,11 +417,6 @@ class NativeTransport final : public Transport {
   std::vector<Conn*> busy_, idle_;
   Clock::time_point last_wake_, last_scan_;
   std::unique_ptr<char[]> read_buf_ = std::make_unique<char[]>(kReadBytes);
-  std::unique_ptr<UringRecv> uring_;
-  bool uring_tried_ = false;
-  std::vector<RecvEvent> events_;
-  std::vector<Conn*> dying_;  // closed while a receive was armed on them
-  int in_epoll_ = 0;          // connections registered with epoll
 };
 
 }  // namespace
@@ -611,11 +450,6 @@ Result<std::unique_ptr<Transport>> make_native_transport(const ClientConfig& con
   std::memcpy(&addr, res->ai_addr, res->ai_addrlen);
   const socklen_t len = res->ai_addrlen;
   ::freeaddrinfo(res);
-  if (config.native_io == NativeIo::kIoUring) {
-    // Asked for by name: say now, not at the first request, when this kernel refuses it.
-    if (auto probe = UringRecv::open(8, 4096); !probe)
-      return fail("--native-io io_uring: {}; use --native-io auto (falls back to epoll) or epoll", probe.error().message);
-  }
   auto t = std::make_unique<NativeTransport>(config, addr, len, std::string(authority), prefix);
   if (!t->ok()) return fail("set up the HTTP client: epoll_create1: {}", std::strerror(errno));
   return std::unique_ptr<Transport>(std::move(t));

@@ -309,7 +309,6 @@ class CurlTransport final : public Transport {
     start(x, base + std::string(path), get_headers, nullptr, handler);
   }
   int running() const override { return active; }
-  std::string_view receive() const override { return "curl"; }
 };
 
 }  // namespace
@@ -359,14 +358,6 @@ bool transport_from_name(std::string_view name, TransportKind& out) {
   return true;
 }
 
-bool native_io_from_name(std::string_view name, NativeIo& out) {
-  if (name == "auto") out = NativeIo::kAuto;
-  else if (name == "io_uring") out = NativeIo::kIoUring;
-  else if (name == "epoll") out = NativeIo::kEpoll;
-  else return false;
-  return true;
-}
-
 std::string_view transport_name(TransportKind k) {
   switch (k) {
     case TransportKind::kNative: return "native";
@@ -409,6 +400,5 @@ void HttpEngine::get(std::string_view path, ExchangeHandler* handler) { impl_->t
 int HttpEngine::poll(std::chrono::milliseconds timeout) { return impl_->t->poll(timeout); }
 void HttpEngine::cancel_all() { impl_->t->cancel_all(); }
 int HttpEngine::running() const { return impl_->t->running(); }
-std::string_view HttpEngine::receive() const { return impl_->t->receive(); }
 
 }  // namespace cmax::loadgen

@@ -28,14 +28,8 @@ enum class TransportKind { kAuto, kNative, kCurl };
 bool transport_from_name(std::string_view name, TransportKind& out);  ///< "auto", "native", "curl"
 std::string_view transport_name(TransportKind k);
 
-/// How the native transport receives: kAuto = io_uring where the kernel allows it (Linux 6.1+, not
-/// disabled by sysctl or seccomp), else epoll; kIoUring = io_uring or fail; kEpoll = epoll + recv.
-enum class NativeIo { kAuto, kIoUring, kEpoll };
-bool native_io_from_name(std::string_view name, NativeIo& out);  ///< "auto", "io_uring", "epoll"
-
 struct ClientConfig {
   TransportKind transport = TransportKind::kAuto;
-  NativeIo native_io = NativeIo::kAuto;
   std::string base_url;  ///< e.g. "http://127.0.0.1:8000/v1" (no trailing slash needed)
   std::string api_key;   ///< sent as "Authorization: Bearer ..."; empty = no header. Never logged.
   /// Where the key goes: "" = Authorization: Bearer KEY (OpenAI); a header name sends it bare in
@@ -101,8 +95,6 @@ class HttpEngine {
   int running() const;
   /// Which transport this engine uses ("native" or "curl").
   std::string_view transport() const { return transport_; }
-  /// How it receives: "io_uring" or "epoll" (native; known once the first request started) or "curl".
-  std::string_view receive() const;
 
  private:
   struct Impl;

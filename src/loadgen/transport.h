@@ -25,8 +25,6 @@ class Transport {
   virtual int poll(std::chrono::milliseconds timeout) = 0;
   virtual void cancel_all() = 0;
   virtual int running() const = 0;
-  /// How responses are received: "io_uring", "epoll" (native) or "curl".
-  virtual std::string_view receive() const = 0;
 };
 
 /// With at least config.coalesce_from exchanges running, sleeps until config.wake_interval after

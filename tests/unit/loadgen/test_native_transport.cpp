@@ -1,6 +1,5 @@
-// The native HTTP/1.1 transport with each of its receivers (io_uring, epoll) against a raw socket
-// server in this process that writes responses in pieces, keeps connections alive, closes idle ones
-// and drops a stream: the same bytes, the same outcomes, whichever receiver ran.
+// The native HTTP/1.1 transport against a raw socket server in this process that writes responses
+// in pieces, keeps connections alive, closes idle ones and drops a stream.
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -24,7 +23,6 @@ using namespace std::chrono_literals;
 using cmax::loadgen::ClientConfig;
 using cmax::loadgen::ErrorClass;
 using cmax::loadgen::HttpEngine;
-using cmax::loadgen::NativeIo;
 using cmax::loadgen::TransferResult;
 
 // What the server does with each request, by the path's last character.
@@ -87,7 +85,7 @@ class PieceServer {
         in.append(buf, static_cast<std::size_t>(r));
       }
       in.erase(0, std::min(body, in.size()));
-      const bool drop = head.find(" /drop ") != std::string::npos;
+      const bool drop = head.find("/drop HTTP/1.1") != std::string::npos;
       std::string out = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n";
       for (int i = 0; i < 20; ++i) {
         const std::string piece = fmt::format("data: piece {}\n\n", i);
@@ -131,40 +129,31 @@ std::string whole_stream() {
   return s;
 }
 
-class NativeTransport : public ::testing::TestWithParam<NativeIo> {
- protected:
-  std::unique_ptr<HttpEngine> engine(int port) {
-    ClientConfig cc;
-    cc.transport = cmax::loadgen::TransportKind::kNative;
-    cc.native_io = GetParam();
-    cc.base_url = fmt::format("http://127.0.0.1:{}/v1", port);
-    cc.wake_interval = std::chrono::microseconds(0);
-    auto e = HttpEngine::create(cc);
-    if (!e) {
-      // Only io_uring may be refused, by a kernel older than 6.1 or one that disables it.
-      EXPECT_EQ(GetParam(), NativeIo::kIoUring) << e.error().message;
-      skip_ = e.error().message;
-      return nullptr;
-    }
-    return std::move(*e);
-  }
-  static void run(HttpEngine& e, const std::vector<Collect*>& all) {
-    const auto until = std::chrono::steady_clock::now() + 10s;
-    auto done = [&] {
-      for (auto* c : all)
-        if (!c->done) return false;
-      return true;
-    };
-    while (!done() && std::chrono::steady_clock::now() < until) e.poll(50ms);
-    ASSERT_TRUE(done()) << "exchanges still running after 10 s";
-  }
-  std::string skip_;
-};
+std::unique_ptr<HttpEngine> engine(int port) {
+  ClientConfig cc;
+  cc.transport = cmax::loadgen::TransportKind::kNative;
+  cc.base_url = fmt::format("http://127.0.0.1:{}/v1", port);
+  cc.wake_interval = std::chrono::microseconds(0);
+  auto e = HttpEngine::create(cc);
+  EXPECT_TRUE(e) << e.error().message;
+  return e ? std::move(*e) : nullptr;
+}
 
-TEST_P(NativeTransport, StreamsArriveWholeAndAClosedIdleConnectionIsReplacedTransparently) {
+void run(HttpEngine& e, const std::vector<Collect*>& all) {
+  const auto until = std::chrono::steady_clock::now() + 10s;
+  auto done = [&] {
+    for (auto* c : all)
+      if (!c->done) return false;
+    return true;
+  };
+  while (!done() && std::chrono::steady_clock::now() < until) e.poll(50ms);
+  ASSERT_TRUE(done()) << "exchanges still running after 10 s";
+}
+
+TEST(NativeTransport, StreamsArriveWholeAndAClosedIdleConnectionIsReplacedTransparently) {
   PieceServer server;
   auto e = engine(server.port());
-  if (!e) GTEST_SKIP() << "io_uring refused here: " << skip_;
+  ASSERT_TRUE(e);
   const std::string body = R"({"x":1})";
   // Eight streams at once, each in 21 writes.
   std::vector<Collect> first(8);
@@ -179,7 +168,6 @@ TEST_P(NativeTransport, StreamsArriveWholeAndAClosedIdleConnectionIsReplacedTran
     EXPECT_EQ(c.result.http_status, 200);
     EXPECT_EQ(c.body, whole_stream());
   }
-  EXPECT_EQ(e->receive(), GetParam() == NativeIo::kEpoll ? "epoll" : "io_uring");
   EXPECT_EQ(server.accepted(), 8);
   // Reused at once: the same eight connections.
   std::vector<Collect> second(8);
@@ -209,18 +197,17 @@ TEST_P(NativeTransport, StreamsArriveWholeAndAClosedIdleConnectionIsReplacedTran
   EXPECT_EQ(server.accepted(), 16);
 }
 
-TEST_P(NativeTransport, ADroppedStreamIsDroppedAndACanceledOneIsCanceled) {
+TEST(NativeTransport, ADroppedStreamIsDroppedAndACanceledOneIsCanceled) {
   PieceServer server;
   auto e = engine(server.port());
-  if (!e) GTEST_SKIP() << "io_uring refused here: " << skip_;
+  ASSERT_TRUE(e);
   const std::string body = "{}";
   Collect dropped;
   e->post("/drop", body, true, &dropped);
   run(*e, {&dropped});
   EXPECT_EQ(dropped.result.transport, ErrorClass::kDropped) << dropped.result.detail;
   EXPECT_EQ(dropped.body, "data: piece 0\n\ndata: piece 1\n\n");
-  // Canceled mid-stream: the connection (its receive still armed) is closed, and the engine
-  // is destroyed with the cancellation in flight.
+  // Canceled mid-stream: every exchange ends canceled, and the engine is destroyed after.
   std::vector<Collect> streams(4);
   for (auto& c : streams) e->post("/stream", body, true, &c);
   const auto until = std::chrono::steady_clock::now() + 5s;
@@ -235,21 +222,18 @@ TEST_P(NativeTransport, ADroppedStreamIsDroppedAndACanceledOneIsCanceled) {
   e.reset();
 }
 
-TEST_P(NativeTransport, AServerThatIsNotThereFailsAsAConnectError) {
+TEST(NativeTransport, AServerThatIsNotThereFailsAsAConnectError) {
   int port = 0;
   {
     PieceServer gone;
     port = gone.port();
   }
   auto e = engine(port);
-  if (!e) GTEST_SKIP() << "io_uring refused here: " << skip_;
+  ASSERT_TRUE(e);
   Collect c;
   e->post("/stream", "{}", true, &c);
   run(*e, {&c});
   EXPECT_EQ(c.result.transport, ErrorClass::kConnect) << c.result.detail;
 }
-
-INSTANTIATE_TEST_SUITE_P(Receivers, NativeTransport, ::testing::Values(NativeIo::kIoUring, NativeIo::kEpoll),
-                         [](const auto& info) { return info.param == NativeIo::kIoUring ? "IoUring" : "Epoll"; });
 
 }  // namespace
