@@ -1,7 +1,8 @@
 // Google Benchmark of cmax endpoint bench's per-token work: SseParser::feed over a stream of
 // ~220-byte chat.completion.chunk events (goal > 500 MB/s) fed in the pieces libcurl hands over,
 // and parse_stream_data on a typical content chunk (goal < 1.5 us) and on the final usage chunk,
-// beside nlohmann's SAX parser alone (the reference reader the fast path falls back to).
+// beside nlohmann's SAX parser alone (the reference reader the fast path falls back to); and an
+// Anthropic Messages content_block_delta event, fast path against the DOM reader it falls back to.
 // Run: build/bench/bench_loadgen --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 
 #include <benchmark/benchmark.h>
@@ -13,6 +14,7 @@
 
 #include "loadgen/chunk.h"
 #include "loadgen/chunk_reference.h"
+#include "loadgen/messages_chunk.h"
 #include "loadgen/sse.h"
 
 namespace {
@@ -107,6 +109,32 @@ void BM_ParseUsageChunkNlohmann(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_ParseUsageChunkNlohmann);
+
+// Anthropic's wire order; arg 1: cmax serve's (sorted keys).
+std::string_view messages_delta(bool sorted) {
+  return sorted ? R"({"delta":{"text":" the","type":"text_delta"},"index":0,"type":"content_block_delta"})"
+                : R"({"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":" the"}})";
+}
+
+void BM_ParseMessagesDelta(benchmark::State& state) {
+  const std::string_view e = messages_delta(state.range(0) == 1);
+  MessagesUsage acc;
+  for (auto _ : state) {
+    auto r = parse_messages_event("content_block_delta", e, false, acc);
+    benchmark::DoNotOptimize(r);
+  }
+}
+BENCHMARK(BM_ParseMessagesDelta)->Arg(0)->Arg(1);
+
+void BM_ParseMessagesDeltaDom(benchmark::State& state) {
+  const std::string_view e = messages_delta(state.range(0) == 1);
+  MessagesUsage acc;
+  for (auto _ : state) {
+    auto r = detail::parse_messages_event_dom("content_block_delta", e, false, acc);
+    benchmark::DoNotOptimize(r);
+  }
+}
+BENCHMARK(BM_ParseMessagesDeltaDom)->Arg(0)->Arg(1);
 
 // A content chunk with non-ASCII text and escapes (still the fast path).
 void BM_ParseUnicodeChunk(benchmark::State& state) {

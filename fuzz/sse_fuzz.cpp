@@ -223,7 +223,12 @@ void messages(const std::vector<Ev>& events, std::string_view raw) {
   for (bool want_text : {false, true}) {
     MessagesUsage acc;
     for (const Ev& e : events) {
+      MessagesUsage dom_acc = acc;
       const auto r = parse_messages_event(e.event, e.data, want_text, acc);
+      // The fast path for content_block_delta reads exactly what the DOM reader does.
+      same(r, detail::parse_messages_event_dom(e.event, e.data, want_text, dom_acc));
+      check(acc.input == dom_acc.input && acc.cache_read == dom_acc.cache_read &&
+            acc.cache_creation == dom_acc.cache_creation && acc.output == dom_acc.output);
       if (!r) {
         check(r.error().message.find('\n') == std::string::npos && valid_utf8(r.error().message));
         continue;

@@ -97,6 +97,102 @@ std::string_view block_text(const json& b, bool& counts) {
   return v->get_ref<const std::string&>();
 }
 
+// The one event of a stream that comes once per token, content_block_delta, read without a DOM
+// when it is written plainly: no whitespace, the keys type, index and delta in any order (Anthropic
+// writes type first, vLLM's pydantic models delta before index, cmax serve sorts them), the delta
+// holding its type (text_delta or thinking_delta) and that type's text field, N plain digits, and
+// strings of printable ASCII without escapes. Anything else (an escape, UTF-8, a space, another
+// key, a repeated key) is not read here and goes to the DOM parser, so both give the same
+// ChunkInfo (fuzz/sse_fuzz.cpp checks it on every input).
+class PlainScanner {
+ public:
+  explicit PlainScanner(std::string_view d) : d_(d) {}
+  bool eat(char c) {
+    if (i_ >= d_.size() || d_[i_] != c) return false;
+    ++i_;
+    return true;
+  }
+  bool at_end() const { return i_ == d_.size(); }
+  // A string of printable ASCII without escapes.
+  bool string(std::string_view& out) {
+    if (!eat('"')) return false;
+    const std::size_t from = i_;
+    while (i_ < d_.size() && d_[i_] != '"') {
+      const char c = d_[i_];
+      if (c < 0x20 || c > 0x7E || c == '\\') return false;
+      ++i_;
+    }
+    if (i_ >= d_.size()) return false;
+    out = d_.substr(from, i_ - from);
+    ++i_;
+    return true;
+  }
+  // A non-negative integer as JSON writes it (no leading zero), short enough to be exact.
+  bool digits() {
+    const std::size_t from = i_;
+    while (i_ < d_.size() && i_ - from < 18 && d_[i_] >= '0' && d_[i_] <= '9') ++i_;
+    const std::size_t n = i_ - from;
+    return n > 0 && !(n > 1 && d_[from] == '0') && !(i_ < d_.size() && d_[i_] >= '0' && d_[i_] <= '9');
+  }
+
+ private:
+  std::string_view d_;
+  std::size_t i_ = 0;
+};
+
+// {"type":"text_delta","text":"..."} (or thinking_delta with "thinking"), keys in either order.
+bool plain_delta(PlainScanner& p, std::string_view& text) {
+  if (!p.eat('{')) return false;
+  std::string_view type, value, value_key;
+  bool has_type = false, has_value = false;
+  do {
+    std::string_view key;
+    if (!p.string(key) || !p.eat(':')) return false;
+    if (key == "type") {
+      if (has_type || !p.string(type)) return false;
+      has_type = true;
+    } else if (key == "text" || key == "thinking") {
+      if (has_value || !p.string(value)) return false;
+      value_key = key;
+      has_value = true;
+    } else {
+      return false;
+    }
+  } while (p.eat(','));
+  if (!p.eat('}') || !has_type || !has_value) return false;
+  if (!((type == "text_delta" && value_key == "text") || (type == "thinking_delta" && value_key == "thinking"))) return false;
+  text = value;
+  return true;
+}
+
+bool fast_content_delta(std::string_view d, bool want_text, ChunkInfo& info) {
+  PlainScanner p(d);
+  if (!p.eat('{')) return false;
+  std::string_view text;
+  bool has_type = false, has_index = false, has_delta = false;
+  do {
+    std::string_view key;
+    if (!p.string(key) || !p.eat(':')) return false;
+    if (key == "type") {
+      std::string_view type;
+      if (has_type || !p.string(type) || type != "content_block_delta") return false;
+      has_type = true;
+    } else if (key == "index") {
+      if (has_index || !p.digits()) return false;
+      has_index = true;
+    } else if (key == "delta") {
+      if (has_delta || !plain_delta(p, text)) return false;
+      has_delta = true;
+    } else {
+      return false;
+    }
+  } while (p.eat(','));
+  if (!p.eat('}') || !p.at_end() || !has_type || !has_delta) return false;
+  info.has_content = !text.empty();
+  if (want_text) info.content = std::string(text);
+  return true;
+}
+
 }  // namespace
 
 Usage MessagesUsage::usage() const {
@@ -114,6 +210,13 @@ Usage MessagesUsage::usage() const {
 
 Result<ChunkInfo> parse_messages_event(std::string_view event, std::string_view data, bool want_text,
                                        MessagesUsage& acc) {
+  ChunkInfo info;
+  if (fast_content_delta(data, want_text, info)) return info;
+  return detail::parse_messages_event_dom(event, data, want_text, acc);
+}
+
+Result<ChunkInfo> detail::parse_messages_event_dom(std::string_view event, std::string_view data, bool want_text,
+                                                   MessagesUsage& acc) {
   ChunkInfo info;
   if (trim(data) == "[DONE]") {  // vLLM's /v1/messages ends with OpenAI's terminator
     info.done = true;

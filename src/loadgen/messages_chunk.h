@@ -38,6 +38,13 @@ struct MessagesUsage {
 Result<ChunkInfo> parse_messages_event(std::string_view event, std::string_view data, bool want_text,
                                        MessagesUsage& acc);
 
+namespace detail {
+/// parse_messages_event without its fast path for content_block_delta: every event through
+/// nlohmann's DOM. The reference the fuzzer holds the fast path to.
+Result<ChunkInfo> parse_messages_event_dom(std::string_view event, std::string_view data, bool want_text,
+                                           MessagesUsage& acc);
+}  // namespace detail
+
 /// A non-streaming response: {"type":"message",...} (text blocks concatenated; thinking counts as
 /// content) or {"type":"error","error":{...}}.
 Result<ChunkInfo> parse_messages_body(std::string_view body, bool want_text);

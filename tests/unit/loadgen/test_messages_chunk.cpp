@@ -121,3 +121,62 @@ TEST(MessagesChunk, WholeBodiesAndErrorBodies) {
 
 }  // namespace
 }  // namespace cmax::loadgen
+
+namespace cmax::loadgen {
+namespace {
+
+// content_block_delta has a fast path for its exact wire shape; every variant here must read as the
+// DOM reader reads it, whether or not the fast path takes it.
+TEST(MessagesChunk, TheContentDeltaFastPathReadsWhatTheDomReaderReads) {
+  const char* events[] = {
+      R"({"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hello"}})",
+      R"({"type":"content_block_delta","index":12,"delta":{"type":"thinking_delta","thinking":"hmm"}})",
+      R"({"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":""}})",
+      R"({"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"a\"b\\n"}})",
+      R"({"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"caf\u00e9 \u00e9t\u00e9"}})",
+      "{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"caf\xC3\xA9\"}}",
+      "{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"bad\xC3\"}}",
+      R"({"type":"content_block_delta","index":01,"delta":{"type":"text_delta","text":"x"}})",
+      R"({"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"x"}} )",
+      R"({"type":"content_block_delta", "index":0,"delta":{"type":"text_delta","text":"x"}})",
+      R"({"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"x"}})",
+      R"({"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"x"},"usage":{"output_tokens":3}})",
+      R"({"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"x"}}})",
+      // vLLM's order (pydantic field order) and cmax serve's (sorted keys).
+      R"({"type":"content_block_delta","delta":{"type":"text_delta","text":" the"},"index":0})",
+      R"({"delta":{"text":" fast","type":"text_delta"},"index":0,"type":"content_block_delta"})",
+      R"({"delta":{"text":"x","type":"thinking_delta"},"index":0,"type":"content_block_delta"})",
+      R"({"delta":{"thinking":"x","type":"thinking_delta"},"index":3,"type":"content_block_delta"})",
+      R"({"type":"content_block_delta","type":"ping","delta":{"type":"text_delta","text":"x"}})",
+      R"({"type":"content_block_delta","delta":{"type":"text_delta","text":"x","text":"y"}})",
+      R"({"type":"content_block_delta","delta":{"type":"text_delta","text":"x"}})",
+      R"({"type":"content_block_delta","index":"0","delta":{"type":"text_delta","text":"x"}})",
+      R"({"type":"content_block_start","index":0,"delta":{"type":"text_delta","text":"x"}})",
+  };
+  for (const char* e : events) {
+    for (bool want_text : {false, true}) {
+      MessagesUsage a, b;
+      const auto fast = parse_messages_event("content_block_delta", e, want_text, a);
+      const auto dom = detail::parse_messages_event_dom("content_block_delta", e, want_text, b);
+      ASSERT_EQ(fast.has_value(), dom.has_value()) << e;
+      if (!fast) {
+        EXPECT_EQ(fast.error().message, dom.error().message) << e;
+        continue;
+      }
+      EXPECT_EQ(fast->has_content, dom->has_content) << e;
+      EXPECT_EQ(fast->content, dom->content) << e;
+      EXPECT_EQ(fast->usage.present, dom->usage.present) << e;
+      EXPECT_EQ(a.output, b.output) << e;
+    }
+  }
+  MessagesUsage acc;
+  const auto r = parse_messages_event("", events[0], true, acc);
+  ASSERT_TRUE(r);
+  EXPECT_TRUE(r->has_content);
+  EXPECT_EQ(r->content, "Hello");
+  const auto bad = parse_messages_event("", events[6], true, acc);
+  EXPECT_FALSE(bad) << "invalid UTF-8 is refused as the DOM reader refuses it";
+}
+
+}  // namespace
+}  // namespace cmax::loadgen
