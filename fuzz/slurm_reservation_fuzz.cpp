@@ -1,8 +1,9 @@
 // libFuzzer target: the parsers of the Slurm objects a drill watches (`scontrol -o show
-// reservation`, `partition` and `job` lines) and Slurm hostlists. Invariants: no crash and no
-// unbounded allocation on any bytes; an expansion never exceeds kMaxHostlistNames and holds no
-// empty name, separator or bracket; a parsed reservation has a name and a state, a partition a
-// name, a job an id and a state, all with node names of the same kind.
+// reservation`, `partition` and `job` lines, `scontrol show topology`) and Slurm hostlists.
+// Invariants: no crash and no unbounded allocation on any bytes; an expansion never exceeds
+// kMaxHostlistNames and holds no empty name, separator or bracket; a parsed reservation has a name
+// and a state, a partition a name, a job an id and a state, all with node names of the same kind;
+// a topology unit has a name.
 
 #include <cstddef>
 #include <cstdint>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "sched/slurm_reservation.h"
+#include "sched/slurm_topology.h"
 #include "drill/slurm_objects.h"
 
 namespace {
@@ -47,6 +49,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       check_names(r.nodes);
       (void)cmax::sched::user_may_use(r, "root");
     }
+  }
+  for (const auto& u : cmax::sched::parse_scontrol_topology(in)) {
+    check(!u.name.empty() && u.nodes != "(null)" && u.level >= -1);
+    if (auto names = cmax::sched::expand_hostlist(u.nodes)) check_names(*names);
   }
   if (auto names = cmax::sched::expand_hostlist(in)) check_names(*names);
   return 0;

@@ -31,6 +31,7 @@
 #include "drill/reservation_restore.h"
 #include "signals/drill_marker.h"
 #include "sched/slurm_reservation.h"
+#include "sched/slurm_topology.h"
 #include "drill/scenario.h"
 #include "drill/slurm_objects.h"
 #include "drill/stuck.h"
@@ -356,17 +357,10 @@ Result<std::vector<std::string>> rack_nodes(const DrillFlags& f) {
   const sched::SlurmOptions so{f.slurm_conf, std::chrono::milliseconds(f.scontrol_timeout_ms), false};
   auto text = sched::run_scontrol(so, {so.scontrol, "show", "topology", f.rack});
   if (!text) return fail("--rack {}: {}", f.rack, text.error().message);
-  for (auto line : core::split_lines(*text)) {
-    std::string_view name, nodes;
-    for (auto field : core::split_any(line, " \t")) {
-      if (field.starts_with("SwitchName=")) name = field.substr(11);
-      else if (field.starts_with("BlockName=")) name = field.substr(10);
-      else if (field.starts_with("Nodes=")) nodes = field.substr(6);
-    }
-    if (name != f.rack) continue;
-    if (nodes.empty() || nodes == "(null)")
-      return fail("--rack {}: the switch or block lists no node", f.rack);
-    return sched::expand_hostlist(nodes);
+  for (const auto& unit : sched::parse_scontrol_topology(*text)) {
+    if (unit.name != f.rack) continue;
+    if (unit.nodes.empty()) return fail("--rack {}: the {} lists no node", f.rack, unit.block ? "block" : "switch");
+    return sched::expand_hostlist(unit.nodes);
   }
   return fail("--rack {}: no switch or block of that name in Slurm's topology (scontrol show topology; "
               "TopologyPlugin topology/tree or topology/block)",
