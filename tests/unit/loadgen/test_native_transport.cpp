@@ -150,19 +150,25 @@ void run(HttpEngine& e, const std::vector<Collect*>& all) {
   ASSERT_TRUE(done()) << "exchanges still running after 10 s";
 }
 
+// Eight /stream exchanges at once, run to their end.
+std::vector<Collect> eight_streams(HttpEngine& e, const std::string& body) {
+  std::vector<Collect> out(8);
+  std::vector<Collect*> all;
+  for (auto& c : out) {
+    e.post("/stream", body, true, &c);
+    all.push_back(&c);
+  }
+  run(e, all);
+  return out;
+}
+
 TEST(NativeTransport, StreamsArriveWholeAndAClosedIdleConnectionIsReplacedTransparently) {
   PieceServer server;
   auto e = engine(server.port());
   ASSERT_TRUE(e);
   const std::string body = R"({"x":1})";
   // Eight streams at once, each in 21 writes.
-  std::vector<Collect> first(8);
-  std::vector<Collect*> all;
-  for (auto& c : first) {
-    e->post("/stream", body, true, &c);
-    all.push_back(&c);
-  }
-  run(*e, all);
+  const auto first = eight_streams(*e, body);
   for (const auto& c : first) {
     EXPECT_EQ(c.result.transport, ErrorClass::kNone) << c.result.detail;
     EXPECT_EQ(c.result.http_status, 200);
@@ -170,27 +176,13 @@ TEST(NativeTransport, StreamsArriveWholeAndAClosedIdleConnectionIsReplacedTransp
   }
   EXPECT_EQ(server.accepted(), 8);
   // Reused at once: the same eight connections.
-  std::vector<Collect> second(8);
-  all.clear();
-  for (auto& c : second) {
-    e->post("/stream", body, true, &c);
-    all.push_back(&c);
-  }
-  run(*e, all);
-  for (const auto& c : second) EXPECT_EQ(c.body, whole_stream()) << c.result.detail;
+  for (const auto& c : eight_streams(*e, body)) EXPECT_EQ(c.body, whole_stream()) << c.result.detail;
   EXPECT_EQ(server.accepted(), 8) << "keep-alive connections are reused";
   // The server closes them after 300 ms idle: the client notices (or replays the request once on a
   // fresh connection) and every exchange still succeeds.
   std::this_thread::sleep_for(600ms);
   e->poll(0ms);
-  std::vector<Collect> third(8);
-  all.clear();
-  for (auto& c : third) {
-    e->post("/stream", body, true, &c);
-    all.push_back(&c);
-  }
-  run(*e, all);
-  for (const auto& c : third) {
+  for (const auto& c : eight_streams(*e, body)) {
     EXPECT_EQ(c.result.transport, ErrorClass::kNone) << c.result.detail;
     EXPECT_EQ(c.body, whole_stream());
   }
