@@ -1,6 +1,6 @@
 #include "sched/slurm_topology.h"
 
-#include <charconv>
+#include <limits>
 
 #include "core/strings.h"
 #include "sched/scontrol_fields.h"
@@ -19,11 +19,9 @@ std::vector<TopologyUnit> parse_scontrol_topology(std::string_view text) {
     u.name = fields.front().value;
     if (u.name.empty()) continue;
     if (const auto* n = find_scontrol_field(fields, "Nodes"); n != nullptr && *n != "(null)") u.nodes = *n;
-    if (const auto* l = find_scontrol_field(fields, "Level")) {
-      int v = -1;
-      const auto [end, ec] = std::from_chars(l->data(), l->data() + l->size(), v);
-      if (ec == std::errc() && end == l->data() + l->size() && v >= 0) u.level = v;
-    }
+    if (const auto* l = find_scontrol_field(fields, "Level"))
+      if (const auto v = core::parse_uint(*l); v && *v <= static_cast<unsigned>(std::numeric_limits<int>::max()))
+        u.level = static_cast<int>(*v);
     out.push_back(std::move(u));
   }
   return out;
