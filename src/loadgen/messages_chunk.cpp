@@ -78,18 +78,23 @@ Result<json> parse_object(std::string_view text, std::string_view what) {
   return j;
 }
 
+// The field of a content block or delta that holds its generated tokens, by the block's type;
+// nullptr for types that carry none (signature_delta, an image).
+const char* text_field(std::string_view type) {
+  return type == "text" || type == "text_delta"           ? "text"
+         : type == "thinking" || type == "thinking_delta" ? "thinking"
+         : type == "input_json_delta"                     ? "partial_json"
+                                                          : nullptr;
+}
+
 // The text of one content block or delta, by its type; `counts` false for blocks that carry no
-// generated tokens (signature_delta, an image).
+// generated tokens.
 std::string_view block_text(const json& b, bool& counts) {
   counts = false;
   if (!b.is_object()) return {};
   const auto t = b.find("type");
   if (t == b.end() || !t->is_string()) return {};
-  const auto& type = t->get_ref<const std::string&>();
-  const char* key = type == "text" || type == "text_delta"               ? "text"
-                    : type == "thinking" || type == "thinking_delta"     ? "thinking"
-                    : type == "input_json_delta"                         ? "partial_json"
-                                                                         : nullptr;
+  const char* key = text_field(t->get_ref<const std::string&>());
   if (key == nullptr) return {};
   const auto v = b.find(key);
   if (v == b.end() || !v->is_string()) return {};
@@ -100,7 +105,7 @@ std::string_view block_text(const json& b, bool& counts) {
 // The one event of a stream that comes once per token, content_block_delta, read without a DOM
 // when it is written plainly: no whitespace, the keys type, index and delta in any order (Anthropic
 // writes type first, vLLM's pydantic models delta before index, cmax serve sorts them), the delta
-// holding its type (text_delta or thinking_delta) and that type's text field, N plain digits, and
+// holding its type and that type's text field (text_field), N plain digits, and
 // strings of printable ASCII without escapes. Anything else (an escape, UTF-8, a space, another
 // key, a repeated key) is not read here and goes to the DOM parser, so both give the same
 // ChunkInfo (fuzz/sse_fuzz.cpp checks it on every input).
@@ -140,7 +145,8 @@ class PlainScanner {
   std::size_t i_ = 0;
 };
 
-// {"type":"text_delta","text":"..."} (or thinking_delta with "thinking"), keys in either order.
+// {"type":"text_delta","text":"..."}: the type and the one field text_field names for it, keys in
+// either order.
 bool plain_delta(PlainScanner& p, std::string_view& text) {
   if (!p.eat('{')) return false;
   std::string_view type, value, value_key;
@@ -151,16 +157,15 @@ bool plain_delta(PlainScanner& p, std::string_view& text) {
     if (key == "type") {
       if (has_type || !p.string(type)) return false;
       has_type = true;
-    } else if (key == "text" || key == "thinking") {
+    } else {
       if (has_value || !p.string(value)) return false;
       value_key = key;
       has_value = true;
-    } else {
-      return false;
     }
   } while (p.eat(','));
   if (!p.eat('}') || !has_type || !has_value) return false;
-  if (!((type == "text_delta" && value_key == "text") || (type == "thinking_delta" && value_key == "thinking"))) return false;
+  const char* field = text_field(type);
+  if (field == nullptr || value_key != field) return false;
   text = value;
   return true;
 }

@@ -152,6 +152,11 @@ TEST(MessagesChunk, TheContentDeltaFastPathReadsWhatTheDomReaderReads) {
       R"({"type":"content_block_delta","delta":{"type":"text_delta","text":"x"}})",
       R"({"type":"content_block_delta","index":"0","delta":{"type":"text_delta","text":"x"}})",
       R"({"type":"content_block_start","index":0,"delta":{"type":"text_delta","text":"x"}})",
+      // Tool input and a bare "text" type: the field text_field names for each.
+      R"({"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{"}})",
+      R"({"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{"a":1"}})",
+      R"({"type":"content_block_delta","index":0,"delta":{"type":"text","text":"x"}})",
+      R"({"type":"content_block_delta","index":0,"delta":{"type":"text_delta","thinking":"x"}})",
   };
   for (const char* e : events) {
     for (bool want_text : {false, true}) {
