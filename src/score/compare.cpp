@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace cmax::score {
 namespace {
@@ -12,11 +13,45 @@ namespace {
 long tenths(double v) { return std::lround(v * 10); }
 
 std::string cell(const std::optional<double>& score, double confidence) {
-  if (!score) return "--";
+  if (!score) return std::string(kNotRated);
   return fmt::format("{:.1f} ({:.0f}%)", *score, confidence * 100);
 }
 
+std::vector<std::string> evaluated(const ScoreCard& c) {
+  std::vector<std::string> out;
+  for (const auto& cat : c.categories)
+    if (cat.score && cat.weight > 0) out.emplace_back(audit::to_string(cat.category));
+  return out;
+}
+
+// What `a` has that `b` lacks, in `a`'s order.
+std::vector<std::string> lacking(const std::vector<std::string>& a, const std::vector<std::string>& b) {
+  std::vector<std::string> out;
+  for (const auto& x : a)
+    if (std::find(b.begin(), b.end(), x) == b.end()) out.push_back(x);
+  return out;
+}
+
 }  // namespace
+
+std::optional<std::string> evidence_difference(const ScoreCard& a, const ScoreCard& b) {
+  std::vector<std::string> parts;
+  auto side = [&](const ScoreCard& x, const ScoreCard& y) {
+    auto docs = lacking(x.documents, y.documents);
+    auto cats = lacking(evaluated(x), evaluated(y));
+    if (docs.empty() && cats.empty()) return;
+    std::string s = x.label + " has";
+    if (!docs.empty()) s += fmt::format(" {}", fmt::join(docs, ", "));
+    if (!cats.empty()) s += fmt::format("{} evidence of {}", docs.empty() ? "" : " and", fmt::join(cats, ", "));
+    parts.push_back(s + " that " + y.label + " lacks");
+  };
+  side(a, b);
+  side(b, a);
+  if (parts.empty()) return std::nullopt;
+  return fmt::format("{} and {} differ in the evidence collected, not only in the cluster: {}; their order may rest "
+                     "on that (collect the same stages in both)",
+                     a.label, b.label, fmt::join(parts, "; "));
+}
 
 Ranking rank_runs(const std::vector<ScoreCard>& cards) {
   Ranking r;
@@ -40,6 +75,7 @@ Ranking rank_runs(const std::vector<ScoreCard>& cards) {
         r.notes.push_back(fmt::format("{} ({:.0f}% confidence) and {} ({:.0f}%) are ranked on different evidence: "
                                       "collect the missing stages before reading much into their order",
                                       a.label, a.confidence * 100, b.label, b.confidence * 100));
+      if (auto d = evidence_difference(a, b)) r.notes.push_back(*d);
     }
     r.entries.push_back(e);
   }

@@ -20,9 +20,15 @@ struct Ranking {
   std::vector<std::string> notes;  ///< ties, and ranks that rest on very different confidence
 };
 
-/// Ranks by total. A difference of confidence above 0.2 between neighbours is noted: their order
-/// rests on different evidence.
+/// Ranks by total. A difference of confidence above 0.2 between neighbours is noted, and so is
+/// any difference in the documents read or the categories evaluated: their order rests on
+/// different evidence, not only on different clusters.
 Ranking rank_runs(const std::vector<ScoreCard>& cards);
+
+/// Which documents and evaluated categories one run has and the other lacks, as a note for a
+/// ranking ("a and b differ in the evidence collected, not only in the cluster: a has bench.json
+/// and evidence of pricing that b lacks; ..."); nullopt when both rest on the same evidence.
+std::optional<std::string> evidence_difference(const ScoreCard& a, const ScoreCard& b);
 
 /// The side-by-side table for the terminal: one row per category, one column per run.
 std::string render_side_by_side(const std::vector<ScoreCard>& cards, const Ranking& ranking);

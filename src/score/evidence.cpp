@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "core/json_fields.h"
@@ -49,6 +50,14 @@ bool actionable(std::string_view action) {
          action == "replace";
 }
 
+// One line of at most `max` characters: an error quoted in a sentence.
+std::string clip_line(std::string_view text, std::size_t max) {
+  std::string out(text.substr(0, text.find('\n')));
+  while (!out.empty() && (out.back() == '\r' || out.back() == ' ')) out.pop_back();
+  if (out.size() > max) out = out.substr(0, max) + "...";
+  return out;
+}
+
 // The whole file in one read: no stream buffers copying it twice.
 Result<void> read_whole_file(const fs::path& path, std::string& out) {
   std::ifstream in(path, std::ios::binary | std::ios::ate);
@@ -75,18 +84,34 @@ Result<void> add_cluster_json(nlohmann::json& doc, Evidence& ev) {
     json* j = &doc;
     const json& nodes = (*j)["nodes"];
     if (!nodes.is_array()) return fail("cluster.json: no nodes array");
-    int ok = 0, scanned = 0;
+    // A node the scheduler did not run the audit on (queued behind a reservation, busy with
+    // jobs, drained) was not evaluated (docs/cluster-run.md): no evidence either way, so it is
+    // neither answered nor unavailable.
+    int ok = 0, scanned = 0, queued = 0, not_scheduled = 0;
     double incidents = 0;
     for (const auto& n : nodes) {
-      if (n.value("status", std::string()) == "ok") ++ok;
+      const std::string status = n.value("status", std::string());
+      if (status == "ok") ++ok;
+      else if (status == "queued") ++queued;
+      else if (status == "not_scheduled") ++not_scheduled;
       if (auto s = n.find("scan"); s != n.end() && s->is_object() && s->value("ran", false)) {
         ++scanned;
         incidents += num(*s, "actionable").value_or(0);
       }
     }
-    if (!nodes.empty())
-      ev.metrics["cluster.nodes_answered"] = {static_cast<double>(ok) / static_cast<double>(nodes.size()),
-                                              fmt::format("cluster.json: {} of {} nodes ok", ok, nodes.size())};
+    const int unasked = queued + not_scheduled;
+    const auto asked = static_cast<int>(nodes.size()) - unasked;
+    const std::string left_out =
+        unasked == 0 ? std::string()
+                     : fmt::format("{} queued, {} not scheduled: busy or reserved, not evaluated", queued, not_scheduled);
+    if (asked > 0)
+      ev.metrics["cluster.nodes_answered"] = {
+          static_cast<double>(ok) / asked,
+          unasked == 0 ? fmt::format("cluster.json: {} of {} nodes ok", ok, nodes.size())
+                       : fmt::format("cluster.json: {} of {} evaluated nodes ok ({}; not counted)", ok, asked, left_out)};
+    else if (!nodes.empty())
+      ev.gaps["cluster.nodes_answered"] = fmt::format(
+          "cluster.json: no node was evaluated ({}): run again when nodes are idle, or inside an allocation", left_out);
     if (scanned > 0)
       ev.metrics["scan.actionable_per_node"] = {
           incidents / scanned, fmt::format("cluster.json: {:g} actionable incidents on {} scanned nodes", incidents, scanned)};
@@ -133,13 +158,18 @@ Result<void> add_drill_json(nlohmann::json& doc, Evidence& ev) {
     for (auto [stage, metric] : {Stage{"detected", "drill.detect_s"}, Stage{"drained", "drill.drain_s"},
                                  Stage{"replaced", "drill.replace_s"}}) {
       double worst = -1;
-      int measured = 0, never = 0;
+      int measured = 0, never = 0, skipped_as_raters = 0;
+      std::set<std::string> verdicts;  // of the stage where it was not reached, for the gap
       for (const auto& n : nodes) {
         if (!n.contains("stages") || !n["stages"].is_array()) continue;
-        if (raters(n) && std::string_view(stage) != "replaced") continue;
+        if (raters(n) && std::string_view(stage) != "replaced") {
+          ++skipped_as_raters;
+          continue;
+        }
         for (const auto& s : n["stages"]) {
           if (s.value("stage", std::string()) != stage) continue;
           std::string verdict = s.value("verdict", std::string());
+          if (!s.value("reached", false) && !verdict.empty()) verdicts.insert(verdict);
           if (s.value("reached", false)) {
             if (auto at = num(s, "at_ms")) {
               worst = std::max(worst, *at / 1000.0);
@@ -155,6 +185,15 @@ Result<void> add_drill_json(nlohmann::json& doc, Evidence& ev) {
                               fmt::format("drill.json: {} never reached on {} node(s)", stage, never)};
       else if (measured > 0)
         ev.metrics[metric] = {worst, fmt::format("drill.json: {} after {:.1f} s (worst of {} node(s))", stage, worst, measured)};
+      else if (skipped_as_raters > 0)
+        ev.gaps[metric] = fmt::format(
+            "drill.json: the drill ran, but {} was by {}, which the rater started, not the provider's stack (pass "
+            "--provider-runs-cmax to cmax drill run when the provider runs it)",
+            stage, rater_tool);
+      else
+        ev.gaps[metric] = fmt::format("drill.json: the drill ran, but {} was not measured on any node{}", stage,
+                                      verdicts.empty() ? std::string(" (no such stage recorded)")
+                                                       : fmt::format(" (verdict {})", fmt::join(verdicts, ", ")));
     }
   } catch (const json::exception& e) {
     return fail("drill.json: {}", e.what());
@@ -200,6 +239,37 @@ Result<void> add_nccl_json(nlohmann::json& doc, Evidence& ev) {
       ev.metrics["nccl.pass_fraction"] = {(pass + 0.5 * warn) / n,
                                           fmt::format("nccl.json: {} pass, {} warn, {} fail", pass, warn, failed)};
     if (worst_ratio) ev.metrics["nccl.reference_ratio"] = {*worst_ratio, "nccl.json: worst run " + worst_what};
+    if (n == 0) {
+      // The sweep ran: say why it measured nothing rather than ask for it again.
+      std::size_t steps = 0, failed_steps = 0;
+      std::string first_error;
+      if (j->contains("sweep") && (*j)["sweep"].is_object() && (*j)["sweep"].contains("steps") &&
+          (*j)["sweep"]["steps"].is_array())
+        for (const auto& st : (*j)["sweep"]["steps"]) {
+          ++steps;
+          if (st.is_object() && st.contains("error") && st["error"].is_string()) {
+            ++failed_steps;
+            if (first_error.empty()) first_error = st["error"].get<std::string>();
+          }
+        }
+      std::string why;
+      if (steps > 0 && failed_steps == steps)
+        why = fmt::format("nccl.json: every step failed ({} of {}): {}", failed_steps, steps, clip_line(first_error, 240));
+      else if (cpu > 0)
+        why = "nccl.json: only cmax-collbench over MPI ran (a CPU fabric, not scored): put nccl-tests on the nodes "
+              "(cmax run --nccl-tests DIR)";
+      else if (runs.empty())
+        why = steps > 0 ? fmt::format("nccl.json: no run was measured ({} of {} steps failed{}{})", failed_steps, steps,
+                                      first_error.empty() ? "" : ": ", clip_line(first_error, 240))
+                        : std::string("nccl.json: no run was measured");
+      else
+        why = "nccl.json: no run reached a verdict";
+      ev.gaps["nccl.pass_fraction"] = why;
+      ev.gaps["nccl.reference_ratio"] = why;
+    } else if (!worst_ratio) {
+      ev.gaps["nccl.reference_ratio"] =
+          "nccl.json: no run carries a reference busbw (runs[].reference) to compare its peak against";
+    }
     if (cpu > 0)
       ev.warnings.push_back(fmt::format("nccl.json: {} run(s) of cmax-collbench over MPI (a CPU fabric) are not evidence "
                                         "of the GPU fabric and are not scored",
@@ -220,32 +290,75 @@ Result<void> add_bench_json(nlohmann::json& doc, Evidence& ev) {
   try {
     json* j = &doc;
     const json& overall = (*j)["overall"];
-    if (auto hr = num(overall, "cache_hit_rate")) {
+    const json& w = j->contains("workload") ? (*j)["workload"] : json();
+    auto hr = num(overall, "cache_hit_rate");
+    auto achievable = num(w, "theoretical_hit_rate");
+    // Measured above what the prompts sent allow: the endpoint held them before the run (someone
+    // sent the same seeded prompts), so neither the hit rate nor the bill judges it. bench.json
+    // says so itself; an older one is checked from its numbers.
+    bool warm = false;
+    if (auto f = j->find("cache_hit_above_achievable"); f != j->end() && f->is_boolean())
+      warm = f->get<bool>();
+    else if (hr && achievable)
+      warm = *hr > *achievable + kHitAboveAchievableTolerance;
+    if (hr) {
       ev.metrics["endpoint.cache_hit_rate"] = {*hr, fmt::format("bench.json overall.cache_hit_rate ({})",
                                                                 overall.value("cache_source", std::string("?")))};
-      // Judged against what the prompts sent allow: a short replay of a trace cannot reach the
-      // trace's own rate, and a workload with no shared prefix allows nothing to judge.
-      const json& w = j->contains("workload") ? (*j)["workload"] : json();
-      auto achievable = num(w, "theoretical_hit_rate");
-      if (achievable && *achievable > 0.005)
+      if (warm) {
+        std::string why = fmt::format(
+            "bench.json: the measured hit rate {:.1f}% is above the {:.1f}% the prompts sent allow: the endpoint's "
+            "cache held these prompts before the run, so the hit rate and the bill are not scored; run the "
+            "endpoint stage again with a fresh seed (the default) or --flush-cache",
+            *hr * 100, achievable.value_or(0) * 100);
+        ev.warnings.push_back(why);
+        ev.gaps["endpoint.cache_hit_of_achievable"] = why;
+        ev.gaps["endpoint.cost_ratio"] = why;
+      } else if (achievable && *achievable > 0.005) {
+        // Judged against what the prompts sent allow: a short replay of a trace cannot reach the
+        // trace's own rate, and a workload with no shared prefix allows nothing to judge.
         ev.metrics["endpoint.cache_hit_of_achievable"] = {
             std::min(1.0, *hr / *achievable),
             fmt::format("bench.json: {:.1f}% measured of the {:.1f}% the prompts sent allow{}", *hr * 100, *achievable * 100,
                         w.contains("plan") && w["plan"].is_string() ? " (" + w["plan"].get<std::string>() + ")" : "")};
-      else if (achievable)
+      } else if (achievable) {
         ev.warnings.push_back("bench.json: the prompts sent share no prefix (upper-bound hit rate 0): the endpoint's "
                               "cache cannot be judged on this workload");
-      else
+        ev.gaps["endpoint.cache_hit_of_achievable"] = "bench.json: the prompts sent share no prefix: nothing to judge";
+      } else {
         ev.metrics["endpoint.cache_hit_of_achievable"] = {
             *hr, "bench.json overall.cache_hit_rate (no upper bound recorded: judged as measured)"};
+      }
+    } else {
+      ev.gaps["endpoint.cache_hit_of_achievable"] =
+          "bench.json: the endpoint reported no cached-token usage (overall.cache_hit_rate null)";
     }
-    if (j->contains("cost") && (*j)["cost"].is_object())
-      if (auto r = num((*j)["cost"], "ratio_to_reference"))
-        ev.metrics["endpoint.cost_ratio"] = {*r, "bench.json cost.ratio_to_reference"};
+    if (!warm) {
+      if (j->contains("cost") && (*j)["cost"].is_object()) {
+        if (auto r = num((*j)["cost"], "ratio_to_reference"))
+          ev.metrics["endpoint.cost_ratio"] = {*r, "bench.json cost.ratio_to_reference"};
+      } else {
+        ev.gaps["endpoint.cost_ratio"] =
+            "bench.json: no bill, the endpoint stage ran without a price sheet: add --prices FILE to cmax run "
+            "(or cmax endpoint bench --prices FILE)";
+      }
+    }
+    // Requests cmax canceled itself when it stopped (Ctrl-C, --duration, a stage's budget) are not
+    // the endpoint's failures: they are left out of the rate.
     auto req = num(overall, "requests"), ok_n = num(overall, "succeeded");
-    if (req && ok_n && *req > 0)
-      ev.metrics["endpoint.success_rate"] = {*ok_n / *req,
-                                             fmt::format("bench.json: {:g} of {:g} requests succeeded", *ok_n, *req)};
+    std::optional<double> canceled = num(overall, "client_canceled");
+    if (!canceled && overall.is_object() && overall.contains("errors")) canceled = num(overall["errors"], "canceled");
+    const double cut = canceled.value_or(0);
+    if (req && ok_n && *req - cut > 0)
+      ev.metrics["endpoint.success_rate"] = {
+          *ok_n / (*req - cut),
+          cut > 0 ? fmt::format("bench.json: {:g} of {:g} requests succeeded ({:g} more canceled by cmax when it "
+                                "stopped: not the endpoint's failures, not counted)",
+                                *ok_n, *req - cut, cut)
+                  : fmt::format("bench.json: {:g} of {:g} requests succeeded", *ok_n, *req)};
+    else if (req && *req > 0)
+      ev.gaps["endpoint.success_rate"] =
+          "bench.json: every request was canceled by cmax when it stopped (its --duration or the stage's budget): "
+          "none was judged";
   } catch (const json::exception& e) {
     return fail("bench.json: {}", e.what());
   }
@@ -272,6 +385,9 @@ Result<void> add_sla_json(nlohmann::json& doc, Evidence& ev) {
     if (hours > 0)
       ev.metrics["sla.availability_percent"] = {
           100.0 * (1.0 - down / hours), fmt::format("sla.json: {:g} down of {:g} GPU-hours", down, hours)};
+    else
+      ev.gaps["sla.availability_percent"] =
+          "sla.json: no GPU-hours owed in its window (no month, or every hour excluded): widen --from/--to";
     if (auto c = num((*j)["summary"], "cancellation_rights"))
       ev.metrics["sla.cancellation_rights"] = {*c, "sla.json summary.cancellation_rights"};
   } catch (const json::exception& e) {

@@ -103,17 +103,18 @@ std::string render_card(const ScoreCard& c, bool verbose) {
   std::string out = fmt::format("{} ({})\n", c.label, c.host.empty() ? c.dir : c.host);
   out += fmt::format("  evidence: {}\n", fmt::join(c.documents, ", "));
   for (const auto& w : c.warnings) out += fmt::format("  warning: {}\n", w);
-  out += fmt::format("\n  {:<15} {:>7} {:>7} {:>11}\n", "category", "weight", "score", "confidence");
+  // A category with nothing evaluated reads "not rated": never a 0, and it is left out of the total.
+  out += fmt::format("\n  {:<15} {:>7} {:>9} {:>11}\n", "category", "weight", "score", "confidence");
   for (const auto& cat : c.categories) {
-    out += fmt::format("  {:<15} {:>7g} {:>7} {:>10.0f}%\n", audit::to_string(cat.category), cat.weight,
-                       cat.score ? fmt::format("{:.1f}", *cat.score) : std::string("--"), cat.confidence * 100);
+    out += fmt::format("  {:<15} {:>7g} {:>9} {:>10.0f}%\n", audit::to_string(cat.category), cat.weight,
+                       cat.score ? fmt::format("{:.1f}", *cat.score) : std::string(kNotRated), cat.confidence * 100);
     if (!verbose) continue;
     for (const auto& it : cat.items)
       out += fmt::format("      {:<32} {:>6} x{:<4g} {}\n", it.id,
                          it.points ? fmt::format("{:.1f}", *it.points) : std::string("--"), it.weight, it.reason);
   }
   out += fmt::format("\n  total {}   confidence {:.0f}%   {}\n",
-                     c.total ? fmt::format("{:.1f}", *c.total) : std::string("--"), c.confidence * 100,
+                     c.total ? fmt::format("{:.1f}", *c.total) : std::string(kNotRated), c.confidence * 100,
                      c.tier == "no tier" || c.tier == "not rated" ? c.tier : "tier " + c.tier);
   for (const auto& r : c.tier_reasons) out += fmt::format("    {}\n", r);
   if (!c.move_up.empty()) {

@@ -35,15 +35,17 @@ struct RawFix {
 };
 
 ItemScore score_findings_item(const Rubric& r, const Item& item, const Evidence& ev, std::vector<RawFix>& fixes) {
-  ItemScore s{item.id, item.title, item.source, item.weight, std::nullopt, "", {}};
+  ItemScore s{item.id, item.title, item.source, item.weight, std::nullopt, "", "", {}};
   std::array<int, 3> counts{};
   int unverified = 0, not_applicable = 0;
+  const audit::Finding* first_unverified = nullptr;
   std::map<std::string, std::vector<const audit::Finding*>> groups;  // by check id without "@node"
   for (const auto& f : ev.findings) {
     if (!item_matches(item, f)) continue;
     auto v = verdict_index(f.outcome);
     if (!v) {
       (f.outcome == audit::Outcome::unverified ? unverified : not_applicable)++;
+      if (f.outcome == audit::Outcome::unverified && !first_unverified) first_unverified = &f;
       continue;
     }
     ++counts[*v];
@@ -55,6 +57,16 @@ ItemScore score_findings_item(const Rubric& r, const Item& item, const Evidence&
                            : fmt::format(" ({} unverified, {} not applicable: not counted)", unverified, not_applicable);
   if (n == 0) {
     s.reason = fmt::format("missing: no finding with a verdict{}", others);
+    // The checks ran and could not judge: say why, not "run them".
+    if (first_unverified) {
+      std::string why = !first_unverified->reason.empty()     ? first_unverified->reason
+                        : !first_unverified->observed.empty() ? first_unverified->observed
+                                                              : std::string("no reason given");
+      s.gap = fmt::format("{} check(s) ran but reached no verdict (first: {}: {})", unverified,
+                          first_unverified->check_id, why);
+    } else if (not_applicable > 0) {
+      s.gap = fmt::format("{} check(s) ran and do not apply here", not_applicable);
+    }
     return s;
   }
   double sum = 0;
@@ -86,11 +98,15 @@ ItemScore score_findings_item(const Rubric& r, const Item& item, const Evidence&
 }
 
 ItemScore score_metric_item(const Item& item, const Evidence& ev, std::vector<RawFix>& fixes) {
-  ItemScore s{item.id, item.title, item.source, item.weight, std::nullopt, "", {}};
+  ItemScore s{item.id, item.title, item.source, item.weight, std::nullopt, "", "", {}};
   auto it = ev.metrics.find(item.metric);
   if (it == ev.metrics.end()) {
     const MetricSpec* spec = find_metric(item.metric);
     s.reason = fmt::format("missing: no {} ({})", item.metric, spec ? spec->document : "?");
+    if (auto g = ev.gaps.find(item.metric); g != ev.gaps.end()) {
+      s.gap = g->second;
+      s.reason += ": " + g->second;
+    }
     return s;
   }
   double v = it->second.value;
@@ -149,7 +165,7 @@ ScoreCard score_run(const Rubric& rubric, const Evidence& ev) {
       if (is.points) {
         present += item.weight;
         sum += item.weight * *is.points;
-      } else if (!item.collect.empty()) {
+      } else if (is.gap.empty() && !item.collect.empty()) {
         is.reason += "; collect: " + item.collect;
       }
       item_fixes.push_back(std::move(fixes));
@@ -167,9 +183,12 @@ ScoreCard score_run(const Rubric& rubric, const Evidence& ev) {
           pending.push_back({cr.category, is.id, f.text, cat_gain});
         }
       } else if (asked > 0) {
-        Suggestion s{Suggestion::Kind::evidence, cr.category, is.id,
-                     fmt::format("{}: no evidence; collect: {}", is.id, cr.items[i].collect.empty() ? "see docs/score.md" : cr.items[i].collect),
-                     0, cr.weight * is.weight / asked};
+        // A stage that ran and gave nothing is not asked for again: its document says why.
+        std::string text = !is.gap.empty()
+                               ? fmt::format("{}: no evidence: {}", is.id, is.gap)
+                               : fmt::format("{}: no evidence; collect: {}", is.id,
+                                             cr.items[i].collect.empty() ? "see docs/score.md" : cr.items[i].collect);
+        Suggestion s{Suggestion::Kind::evidence, cr.category, is.id, std::move(text), 0, cr.weight * is.weight / asked};
         evidence_suggestions.push_back(std::move(s));
       }
     }

@@ -4,6 +4,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "audit/model.h"
@@ -11,6 +12,9 @@
 #include "score/rubric.h"
 
 namespace cmax::score {
+
+/// What a category, a total or a card with nothing evaluated reads: never 0.
+inline constexpr std::string_view kNotRated = "not rated";
 
 /// One way to gain points (a finding to fix, a metric to improve) or confidence (evidence to add).
 struct Suggestion {
@@ -29,6 +33,9 @@ struct ItemScore {
   double weight = 0;
   std::optional<double> points;  ///< 0..100; nullopt: the evidence is missing
   std::string reason;            ///< why these points, or what is missing
+  /// Missing only: why the documents that are there gave no evidence ("nccl.json: every step
+  /// failed: ..."), so that the advice is not to run a stage that ran; "" when nothing says.
+  std::string gap;
   std::vector<Suggestion> fixes;  ///< ways to raise the points, with the category-level gain in `gain`
 };
 
