@@ -22,7 +22,7 @@ work=$(mktemp -d)
 trap '[[ -n "$pid" ]] && kill "$pid" 2>/dev/null; rm -rf "$work"' EXIT
 source "$(dirname "$0")/endpoint_serve_lib.sh"
 
-common=(--fixed --input-tokens 64 --output-tokens "$tokens" --ignore-eos --max-requests "$requests")
+common=(--fixed --input-tokens 64 --output-tokens "$tokens" --ignore-eos --max-requests "$requests" --seed 1)  # --seed: the bodies --dry-run printed
 "$cmax" endpoint bench --dry-run --api messages --model cmax-sim "${common[@]}" >"$work/bodies.jsonl"
 
 us_per_token() {  # TIME_FILE TOKENS

@@ -23,7 +23,7 @@ trap '[[ -n "$pid" ]] && kill "$pid" 2>/dev/null; rm -rf "$work"' EXIT
 
 source "$(dirname "$0")/endpoint_serve_lib.sh"
 
-common=(--fixed --input-tokens 64 --output-tokens "$tokens" --ignore-eos --max-requests "$requests")
+common=(--fixed --input-tokens 64 --output-tokens "$tokens" --ignore-eos --max-requests "$requests" --seed 1)  # --seed: the bodies --dry-run printed
 "$cmax" endpoint bench --dry-run --model cmax-sim "${common[@]}" >"$work/bodies.jsonl"
 
 echo "== 1. $requests concurrent streams of $tokens tokens, ${interval:-4} tokens a server write (REPS=$reps)"
@@ -50,7 +50,7 @@ n=$((requests < 50 ? requests : 50))
 echo "== 2. agreement at concurrency 1 (fresh unpaced servers, the same $n bodies)"
 # A shared 96-token prefix so that cached tokens are not all zero; cmax regenerates the bodies
 # from the same seed, node reads them from --dry-run.
-agree=(--fixed --input-tokens 200 --shared-prefix-tokens 96 --output-tokens 24 --max-requests "$n")
+agree=(--fixed --input-tokens 200 --shared-prefix-tokens 96 --output-tokens 24 --max-requests "$n" --seed 1)
 "$cmax" endpoint bench --dry-run --model cmax-sim "${agree[@]}" >"$work/bodies50.jsonl"
 scale=0 start_server
 "$cmax" endpoint bench --base-url "http://127.0.0.1:$port/v1" "${agree[@]}" \

@@ -226,6 +226,9 @@ Result<Summary> read_summary(const json& j) {
   CMAX_TRY(r.u64("succeeded", s.succeeded));
   CMAX_TRY(r.u64("failed", s.failed));
   CMAX_TRY(read_classes(r, "errors", s.errors));
+  // Older documents have no client_canceled: their errors.canceled is the same count.
+  s.client_canceled = s.errors[static_cast<std::size_t>(ErrorClass::kCanceled)];
+  CMAX_TRY(r.u64("client_canceled", s.client_canceled));
   CMAX_TRY(read_classes(r, "retries", s.retries));
   CMAX_TRY(r.number("duration_s", s.duration_s));
   CMAX_TRY(r.number("request_throughput", s.request_throughput));
@@ -351,6 +354,7 @@ Summary summarize(std::span<const RequestRecord> records, const Histogram& itl, 
     if (meets(r, slo)) ++s.good_requests;
   }
   s.failed = s.requests - s.succeeded;
+  s.client_canceled = s.errors[static_cast<std::size_t>(ErrorClass::kCanceled)];
   s.duration_s = duration_s > 0 ? duration_s : duration_from_records(records);
 
   // The first of the most used conventions, in enum order, so that ties resolve the same way.
@@ -378,6 +382,11 @@ Summary summarize(std::span<const RequestRecord> records, const Histogram& itl, 
   s.e2e = latency_stats(e2e);
   s.queue = latency_stats(queue);
   return s;
+}
+
+double success_rate(const Summary& s) {
+  const std::uint64_t judged = s.requests - std::min(s.client_canceled, s.requests);
+  return judged > 0 ? static_cast<double>(s.succeeded) / static_cast<double>(judged) : -1;
 }
 
 std::string summaries_csv(const std::vector<std::pair<std::string, Summary>>& rows) {
@@ -408,6 +417,8 @@ nlohmann::json summary_to_json(const Summary& s) {
       {"requests", s.requests},
       {"succeeded", s.succeeded},
       {"failed", s.failed},
+      {"client_canceled", s.client_canceled},
+      {"success_rate", success_rate(s) < 0 ? json(nullptr) : json(success_rate(s))},
       {"errors", classes_to_json(s.errors)},
       {"retries", classes_to_json(s.retries)},
       {"duration_s", s.duration_s},

@@ -32,6 +32,9 @@ struct Slo {
 
 struct Summary {
   std::uint64_t requests = 0, succeeded = 0, failed = 0;
+  /// Of `failed`, the requests cmax canceled itself when it stopped (Ctrl-C, --duration, a stage's
+  /// budget): errors[kCanceled]. Not the endpoint's failures: success_rate leaves them out.
+  std::uint64_t client_canceled = 0;
   std::array<std::uint64_t, kErrorClassCount> errors{};   ///< final outcome per ErrorClass (index kNone unused)
   std::array<std::uint64_t, kErrorClassCount> retries{};  ///< retried attempts per class (from attempts > 1 is
                                                           ///< not enough to know the class: the runner fills it)
@@ -52,6 +55,10 @@ struct Summary {
   double goodput_rps = 0;           ///< good_requests / duration
   double goodput_share = 0;         ///< good_requests / requests
 };
+
+/// succeeded / (requests - client_canceled): the endpoint's own success rate; < 0 when no request
+/// was judged (none sent, or every one canceled by cmax). Pure.
+double success_rate(const Summary& s);
 
 /// Summarizes `records` (successes feed the latency stats; ITL comes from `itl`, which the runner
 /// fills per token gap). `duration_s` <= 0: computed from the records (min sent_s to max

@@ -111,8 +111,9 @@ TEST(EndpointOpenAi, CmaxBenchAndTheOfficialClientAgreeOnTokensAndCachedTokens) 
   const fs::path script = dir / "openai_bench_client.mjs";
   fs::copy_file(fs::path(CMAX_SOURCE_DIR) / "bench/openai_bench_client.mjs", script, fs::copy_options::overwrite_existing);
   cmax::test::TempHost tmp;
+  // --seed: a run draws a fresh prompt seed unless told, and these bodies must be the run's.
   const std::vector<std::string> workload = {"--fixed", "--input-tokens", "200", "--shared-prefix-tokens", "96",
-                                             "--output-tokens", "12", "--max-requests", "20"};
+                                             "--output-tokens", "12", "--max-requests", "20", "--seed", "1"};
   std::vector<std::string> dry = {CMAX_BIN, "endpoint", "bench", "--dry-run", "--model", "cmax-sim"};
   dry.insert(dry.end(), workload.begin(), workload.end());
   auto bodies = cmax::core::run_process({dry, 30s});
