@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdlib>
 #include <iterator>
 #include <limits>
 
@@ -65,6 +66,121 @@ std::string duration_label(double ms) {
 }
 
 }  // namespace
+
+std::string svg_hit_rate(const std::vector<const loadgen::RunView*>& runs) {
+  constexpr std::string_view kName = "endpoint-hit-rate";
+  if (runs.empty()) return no_data(kName, "no endpoint runs");
+  // Two kinds of bar, two colours, used by the bars and by the legend alike.
+  struct Kind {
+    std::string_view cls, fill, legend;
+  };
+  constexpr Kind kMeasured{"measured", "#1f77b4", "measured (cached / prompt tokens)"};
+  constexpr Kind kTheoretical{"theoretical", "#9ecae1", "theoretical (ideal prefix cache)"};
+  auto known = [](double v) { return std::isfinite(v) && v >= 0; };
+  // Above by more than rounding: a measured rate the prompts sent cannot give.
+  auto above = [&](const loadgen::RunView& r) {
+    return known(r.overall.cache_hit_rate) && known(r.theoretical_hit_rate) &&
+           r.overall.cache_hit_rate > r.theoretical_hit_rate + 0.005;
+  };
+  bool any_above = false;
+  for (const auto* r : runs) any_above = any_above || above(*r);
+  const double label_w = 170, plot_w = 440, right = 130, top = 46, bar_h = 14, gap = 3;
+  const double group_h = 2 * (bar_h + gap) + 12;
+  const double w = label_w + plot_w + right, h = top + runs.size() * group_h + 34;
+  auto px = [&](double rate) { return label_w + std::clamp(rate, 0.0, 1.0) * plot_w; };
+  std::string out;
+  open_svg(out, w, h, kName, "prefix-cache hit rate per run, measured and theoretical");
+  double lx = label_w;
+  for (const Kind& k : {kMeasured, kTheoretical}) {
+    rect(out, lx, 8, 12, 12, k.fill, fmt::format("swatch {}", k.cls));
+    text(out, lx + 16, 18, k.legend, "start", kInk, " font-size=\"11\"");
+    lx += 36 + 6.0 * static_cast<double>(k.legend.size());
+  }
+  if (any_above) {
+    fmt::format_to(std::back_inserter(out),
+                   "<rect class=\"swatch above\" x=\"{:.1f}\" y=\"26\" width=\"12\" height=\"12\" fill=\"#ffffff\" "
+                   "stroke=\"{}\" stroke-width=\"2\"/>\n",
+                   label_w, kFail);
+    text(out, label_w + 16, 36, "measured above theoretical: not possible on the prompts sent", "start", kFail,
+         " font-size=\"11\"");
+  }
+  for (int v = 0; v <= 100; v += 25) {
+    fmt::format_to(std::back_inserter(out),
+                   "<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{0:.1f}\" y2=\"{2:.1f}\" stroke=\"{3}\"/>\n", px(v / 100.0),
+                   top - 2, h - 24, kGrid);
+    text(out, px(v / 100.0), h - 10, fmt::format("{}%", v), "middle", "#555555", " font-size=\"11\"");
+  }
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const loadgen::RunView& r = *runs[i];
+    const double gy = top + i * group_h;
+    std::string label = r.label.size() > 26 ? r.label.substr(0, 23) + "..." : r.label;
+    text(out, label_w - 8, gy + bar_h + gap + 3, label, "end");
+    const bool over = above(r);
+    for (std::size_t b = 0; b < 2; ++b) {
+      const Kind& k = b == 0 ? kMeasured : kTheoretical;
+      const double rate = b == 0 ? r.overall.cache_hit_rate : r.theoretical_hit_rate;
+      const double y = gy + b * (bar_h + gap);
+      if (!known(rate)) {
+        text(out, px(0) + 4, y + bar_h - 3, fmt::format("{}: not reported", k.cls), "start", "#888888",
+             " font-size=\"11\"");
+        continue;
+      }
+      fmt::format_to(std::back_inserter(out),
+                     "<rect class=\"bar {}\" x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" fill=\"{}\"{}><title>",
+                     k.cls, px(0), y, std::max(px(rate) - px(0), 1.0), bar_h, k.fill,
+                     b == 0 && over ? fmt::format(" stroke=\"{}\" stroke-width=\"2\"", kFail) : std::string());
+      core::append_xml_text(out, fmt::format("{}: {} {:.1f}%", r.label, k.cls, rate * 100));
+      out += "</title></rect>\n";
+      text(out, px(rate) + 4, y + bar_h - 3,
+           fmt::format("{:.1f}%{}", rate * 100, b == 0 && over ? " (above theoretical)" : ""), "start",
+           b == 0 && over ? kFail : kInk, " font-size=\"11\"");
+    }
+  }
+  out += "</svg>\n";
+  return out;
+}
+
+std::string nccl_measured_legend(std::string_view svg, double measured_peak_gbps) {
+  std::string out(svg);
+  const auto legend = out.find("<g class=\"legend\">");
+  if (legend == std::string::npos) return out;
+  const auto legend_end = out.find("</g>", legend);
+  if (legend_end == std::string::npos) return out;
+  // The fit's entry: ">fit (peak 377.1 GB/s)<" or ">fit, plateau (peak ...)<".
+  const auto fit = out.find(">fit", legend);
+  if (fit == std::string::npos || fit > legend_end) return out;
+  const auto fit_end = out.find('<', fit);
+  if (fit_end == std::string::npos || fit_end > legend_end) return out;
+  const std::string_view entry(out.data() + fit + 1, fit_end - fit - 1);
+  if (entry.find("(peak ") == std::string_view::npos) return out;
+  const std::string relabelled = entry.find("plateau") != std::string_view::npos ? "fit, plateau (model curve)"
+                                                                                   : "fit (model curve)";
+  out.replace(fit + 1, fit_end - fit - 1, relabelled);
+  // The measured peak as one more line under the legend's last, the box grown to hold it.
+  const auto end = out.find("</g>", legend);
+  const auto last_text = out.rfind("<text x=\"", end);
+  const auto box = out.find("<rect ", legend);
+  if (last_text == std::string::npos || last_text < legend || box == std::string::npos || box > end) return out;
+  const double x = std::strtod(out.c_str() + last_text + 9, nullptr);
+  const auto y_at = out.find("y=\"", last_text);
+  const auto h_at = out.find("height=\"", box);
+  if (y_at == std::string::npos || y_at > end || h_at == std::string::npos || h_at > end) return out;
+  const double y = std::strtod(out.c_str() + y_at + 3, nullptr) + 16;
+  const auto h_end = out.find('"', h_at + 8);
+  const double height = std::strtod(out.c_str() + h_at + 8, nullptr) + 16;
+  std::string line = fmt::format("<text class=\"measured-peak\" x=\"{:.1f}\" y=\"{:.1f}\" font-weight=\"bold\">", x, y);
+  core::append_xml_text(line, fmt::format("measured peak {:.1f} GB/s", measured_peak_gbps));
+  line += "</text>\n";
+  out.insert(end, line);
+  out.replace(h_at + 8, h_end - h_at - 8, fmt::format("{:g}", height));
+  // Wide enough for the new line in bold.
+  if (const auto w_at = out.find("width=\"", box); w_at != std::string::npos && w_at < h_at) {
+    const auto w_end = out.find('"', w_at + 7);
+    const double width = std::strtod(out.c_str() + w_at + 7, nullptr);
+    if (width < 215) out.replace(w_at + 7, w_end - w_at - 7, "215");
+  }
+  return out;
+}
 
 std::string tag_chart(std::string_view svg, std::string_view name) {
   std::string out(svg);

@@ -29,6 +29,19 @@ std::string svg_drill_timeline(const DrillView& drill);
 /// against the target, credits and cancellation months marked. data-chart="availability".
 std::string svg_availability(const SlaView& sla);
 
+/// The endpoints' prefix-cache hit rate: per run a bar measured (cached / prompt tokens) and one
+/// theoretical (an ideal cache over the prompts sent), each kind in one colour that its legend
+/// swatch repeats (class "bar measured" / "swatch measured", "bar theoretical" / "swatch
+/// theoretical"); a measured rate above the theoretical one is outlined red and said so.
+/// data-chart="endpoint-hit-rate".
+std::string svg_hit_rate(const std::vector<const loadgen::RunView*>& runs);
+
+/// A chart written by `cmax nccl` made to show what was measured: its legend's fit entry ("fit
+/// (peak N GB/s)": the model's parameter, often extrapolated past the data) becomes "fit (model
+/// curve)" and a line "measured peak P GB/s" (class "measured-peak") is added. A chart whose legend
+/// is not that one is returned unchanged.
+std::string nccl_measured_legend(std::string_view svg, double measured_peak_gbps);
+
 /// `svg` (an <svg ...> element) with data-chart="NAME" added to its root element.
 std::string tag_chart(std::string_view svg, std::string_view name);
 

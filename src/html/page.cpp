@@ -4,6 +4,7 @@
 #include <array>
 #include <iterator>
 #include <map>
+#include <set>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -44,6 +45,7 @@ dl{display:grid;grid-template-columns:max-content 1fr;gap:.1em .8em;margin:.3em 
 pre.wide{white-space:pre;overflow-wrap:normal}pre{white-space:pre-wrap;overflow-wrap:anywhere;font-size:.85em;background:#f6f6f6;padding:.4em}
 details{margin:.5em 0}summary{cursor:pointer;color:#1f5fa8}
 ul.warnings li{color:var(--warn)}
+.alert{border-left:4px solid #f0a30a;background:#fff6e0;padding:.4em .8em;margin:.6em 0}.alert strong{color:var(--warn);text-transform:uppercase;font-size:.85em;margin-right:.4em}
 @media (max-width:600px){body{padding:8px;font-size:14px}dl{grid-template-columns:1fr}dt{font-weight:600}.chart svg{max-width:none;width:560px}}
 @media print{nav{display:none}body{max-width:none;padding:0;font-size:11pt}section.run{break-before:page}.chart,article.finding,table{break-inside:avoid}a{color:inherit;text-decoration:none}}
 )css";
@@ -59,9 +61,10 @@ class Writer {
     fmt::format_to(std::back_inserter(page.html), format, std::forward<Args>(args)...);
   }
   // A chart already tagged data-chart=NAME (the report's own, or a stage's tagged here).
-  void chart(std::string_view svg, std::string_view name, std::string_view caption) {
+  void chart(std::string_view svg, std::string_view name, std::string_view caption, std::string_view id = "") {
     page.charts.emplace_back(name);
-    raw("<figure class=\"chart\">\n");
+    if (id.empty()) raw("<figure class=\"chart\">\n");
+    else f("<figure class=\"chart\" id=\"{}\">\n", id);
     raw(svg);
     if (!caption.empty()) {
       raw("<figcaption class=\"note\">");
@@ -280,41 +283,89 @@ void findings_section(Writer& w, const RunReport& r, const std::string& id) {
   }
 }
 
+// The report stage is "running" in campaign.json while cmax run renders this page: the page
+// existing is that stage done, so it is never shown as still running.
+std::string_view shown_status(const StageView& st) {
+  return st.kind == "report" && st.status == "running" ? std::string_view("done") : std::string_view(st.status);
+}
+
+// One line for the stage table: why it did not run, what went wrong, or what it ran on.
+std::string stage_line(const StageView& st) {
+  if (!st.run || st.status == "skipped") return st.todo.empty() ? st.reason : st.reason + " · to run it: " + st.todo;
+  if (!st.error.empty()) return st.error;
+  if (st.kind == "report") return "this page";
+  if (st.status == "pending") return "not started";
+  if (st.status == "running") return "did not finish (the run was stopped during it)";
+  return st.targets;
+}
+
+// "3 (usage or environment)"; "" for a stage that did not run or whose process never exited.
+std::string stage_exit(const StageView& st) {
+  if (!st.run || st.status == "skipped") return "";
+  if (st.exit_code >= 0) return fmt::format("{} ({})", st.exit_code, stage_exit_meaning(st.kind, st.exit_code));
+  if (st.status == "failed" || st.status == "timed_out" || st.status == "interrupted") return "none (did not exit)";
+  return "";
+}
+
+// The stage's log as a link, only when the file is there (score and report run inside cmax run
+// and write none).
+void stage_log(Writer& w, const RunReport& r, const StageView& st) {
+  if (!st.log_exists) return;
+  w.raw("<a href=\"");
+  w.esc(r.href_base + st.log);
+  w.raw("\">");
+  w.esc(st.log);
+  w.raw("</a>");
+}
+
 // cmax run's stages: one section each, run or not, with what it did or why it did not run.
-void stages_section(Writer& w, const CampaignView& v, const std::string& id) {
+void stages_section(Writer& w, const RunReport& r, const CampaignView& v, const std::string& id) {
   w.section_start(id, fmt::format("Stages (plan {}{})", v.plan, v.interrupted ? ", interrupted" : ""), 3);
   w.raw("<p class=\"meta\">");
   w.esc(fmt::format("{} · started {}{}{}", v.origin, v.started_at,
                     v.finished_at.empty() ? "" : " · finished " + v.finished_at,
                     v.resumes > 0 ? fmt::format(" · resumed {} time{}", v.resumes, v.resumes == 1 ? "" : "s") : ""));
-  w.raw("</p>\n<table>\n<tr><th>stage</th><th>status</th><th>time</th><th>on</th></tr>\n");
+  w.raw("</p>\n<div class=\"scroll\"><table class=\"stages\">\n<tr><th>stage</th><th>status</th><th>exit</th>"
+        "<th class=\"num\">time</th><th>what happened</th><th>log</th></tr>\n");
   for (const auto& st : v.stages) {
+    const std::string_view status = shown_status(st);
+    const char* cls = status == "done" ? (st.exit_code > 0 ? "o-warn" : "o-pass")
+                      : status == "skipped" || status == "pending" ? "o-unverified"
+                                                                   : "o-fail";
     w.f("<tr><td><a href=\"#{}-{}\">", id, st.id);
     w.esc(st.id);
-    w.raw("</a></td><td>");
-    w.esc(st.status);
+    w.f("</a></td><td class=\"{}\">", cls);
+    w.esc(status);
     w.raw("</td><td>");
+    w.esc(stage_exit(st));
+    w.raw("</td><td class=\"num\">");
     w.esc(st.seconds > 0 ? fmt::format("{:.1f} s", st.seconds) : "");
     w.raw("</td><td>");
-    w.esc(st.run ? st.targets : "");
+    w.esc(stage_line(st));
+    w.raw("</td><td>");
+    stage_log(w, r, st);
     w.raw("</td></tr>\n");
   }
-  w.raw("</table>\n");
+  w.raw("</table></div>\n");
   for (const auto& st : v.stages) {
     const std::string sid = fmt::format("{}-{}", id, st.id);
     w.f("<section class=\"stage\" id=\"{}\">\n", sid);
     w.page.sections.push_back(sid);
     w.f("<h4>");
-    w.esc(fmt::format("{}: {}{}", st.id, st.status, st.disruptive ? " (disruptive)" : ""));
+    w.esc(fmt::format("{}: {}{}", st.id, shown_status(st), st.disruptive ? " (disruptive)" : ""));
     w.raw("</h4>\n<dl>\n");
     w.kv(st.run ? "what" : "why it did not run", st.reason);
     if (st.run) w.kv("on", st.targets);
     w.kv("to run it", st.todo);
     w.kv("what went wrong", st.error);
-    if (st.exit_code > 0) w.kv("exit", fmt::format("{} (findings)", st.exit_code));
+    w.kv("exit", stage_exit(st));
     if (st.seconds > 0) w.kv("time", fmt::format("{:.1f} s", st.seconds));
     if (st.run) w.kv("documents", fmt::format("{}", fmt::join(st.documents, ", ")));
-    w.kv("log", st.log);
+    if (st.log_exists) {
+      w.raw("<dt>log</dt><dd>");
+      stage_log(w, r, st);
+      w.raw("</dd>\n");
+    }
     w.raw("</dl>\n</section>\n");
   }
 }
@@ -447,34 +498,145 @@ void scan_section(Writer& w, const ScanView& v, const std::string& id) {
     w.f("<p class=\"note\">The {} most severe of {} incidents; scan.json has them all.</p>\n", v.incidents.size(), v.total);
 }
 
+std::string_view verdict_class(std::string_view verdict) {
+  if (verdict == "pass") return "o-pass";
+  if (verdict == "warn") return "o-warn";
+  if (verdict == "fail") return "o-fail";
+  return "o-unverified";
+}
+
+std::string gbps(double v) { return fmt::format("{:.1f}", v); }
+
+// NCCL: a summary table of every run and a scaling table first, so that a sweep of many steps
+// reads at a glance; the charts after them, one closed group per collective.
 void nccl_section(Writer& w, const NcclView& v, const std::string& id) {
   w.section_start(id, fmt::format("NCCL ({} run{})", v.runs.size(), v.runs.size() == 1 ? "" : "s"), 3);
+  std::map<std::string, int, std::less<>> verdicts;
+  std::size_t anomalies = 0;
   for (const auto& r : v.runs) {
-    std::string caption = fmt::format("{} · {} ranks · {} nodes{} · peak {:.1f} GB/s{} · verdict {}", r.collective,
-                                      r.ranks, r.nodes, r.gpu.empty() ? "" : " · " + r.gpu, r.peak_busbw_gbps,
-                                      r.expected_busbw_gbps ? fmt::format(" (reference {:.1f})", *r.expected_busbw_gbps) : "",
-                                      r.verdict);
-    if (!r.svg.empty()) {
-      w.chart(tag_chart(r.svg, "nccl"), "nccl", caption + " · " + r.file);
-    } else {
-      w.raw("<p class=\"o-warn\">");
-      w.esc(fmt::format("{}: chart missing: {}", r.file, r.svg_error));
-      w.raw("</p>\n");
+    ++verdicts[r.verdict.empty() ? "unknown" : r.verdict];
+    anomalies += r.anomalies.size();
+  }
+  std::string counts;
+  for (const auto& [verdict, n] : verdicts) counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", n, verdict);
+  w.raw("<p>");
+  w.esc(fmt::format("{} run{}{}; {} anomal{}; {} scaling flag{}. busbw in GB/s (10^9 bytes/s): the highest "
+                    "measured in each run, never the fitted curve's.",
+                    v.runs.size(), v.runs.size() == 1 ? "" : "s", counts.empty() ? "" : ": " + counts, anomalies,
+                    anomalies == 1 ? "y" : "ies", v.scaling.size(), v.scaling.size() == 1 ? "" : "s"));
+  w.raw("</p>\n");
+  for (const auto& f : v.failed_steps) {
+    w.raw("<p class=\"o-fail\">");
+    w.esc(fmt::format("step {} ({}{}): no result: {}", f.step, f.test,
+                      f.nodes > 0 ? fmt::format(", {} node{}", f.nodes, f.nodes == 1 ? "" : "s") : "", f.error));
+    w.raw("</p>\n");
+  }
+  if (!v.runs.empty()) {
+    w.raw("<div class=\"scroll\"><table class=\"nccl-summary\"><tr><th>step</th><th>collective</th>"
+          "<th class=\"num\">nodes</th><th class=\"num\">ranks</th><th>variant</th>"
+          "<th class=\"num\">peak busbw measured</th><th class=\"num\">reference</th>"
+          "<th class=\"num\">anomalies</th><th>verdict</th></tr>\n");
+    for (std::size_t i = 0; i < v.runs.size(); ++i) {
+      const auto& r = v.runs[i];
+      w.f("<tr><td><a href=\"#{}-chart-{}\">", id, i);
+      w.esc(r.step.empty() ? r.file : r.step);
+      w.raw("</a></td><td>");
+      w.esc(r.collective);
+      w.f("</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td>", r.nodes > 0 ? fmt::format("{}", r.nodes) : "-",
+          r.ranks > 0 ? fmt::format("{}", r.ranks) : "-");
+      w.esc(r.variant.empty() ? "-" : r.variant);
+      w.f("</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num{}\">{}</td><td class=\"{}\">",
+          gbps(r.peak_busbw_gbps), r.expected_busbw_gbps ? gbps(*r.expected_busbw_gbps) : "-",
+          r.anomalies.empty() ? "" : " o-warn", r.anomalies.size(), verdict_class(r.verdict));
+      w.esc(r.verdict);
+      w.raw("</td></tr>\n");
     }
-    if (!r.anomalies.empty()) {
+    w.raw("</table></div>\n");
+  }
+  const NcclScalingTable t = nccl_scaling_table(v);
+  if (!t.rows.empty()) {
+    w.raw("<h4>Scaling: peak busbw measured (GB/s) by node count</h4>\n<div class=\"scroll\">"
+          "<table class=\"nccl-scaling\"><tr><th>collective</th><th>variant</th>");
+    for (int n : t.node_counts) w.f("<th class=\"num\">{} node{}</th>", n, n == 1 ? "" : "s");
+    w.raw("</tr>\n");
+    for (const auto& row : t.rows) {
+      w.raw("<tr><td>");
+      w.esc(row.collective);
+      w.raw("</td><td>");
+      w.esc(row.variant.empty() ? "-" : row.variant);
+      w.raw("</td>");
+      for (const auto& c : row.cells) {
+        const std::string value = c.peak_busbw_gbps ? gbps(*c.peak_busbw_gbps) : "-";
+        if (!c.expected_gbps) {
+          w.f("<td class=\"num\">{}</td>", value);
+          continue;
+        }
+        w.raw("<td class=\"num o-warn\" title=\"");
+        w.esc(c.detail);
+        w.f("\">{}{}</td>", value, *c.expected_gbps > 0 ? fmt::format(" (expected {})", gbps(*c.expected_gbps)) : " (poor)");
+      }
+      w.raw("</tr>\n");
+    }
+    w.raw("</table></div>\n");
+    if (!v.scaling.empty()) {
       w.raw("<ul>\n");
-      for (const auto& a : r.anomalies) {
-        w.raw("<li>");
-        w.esc(a);
+      for (const auto& s : v.scaling) {
+        w.raw("<li class=\"o-warn\">");
+        w.esc(s.detail.empty() ? fmt::format("{}: {} at {} nodes", s.group, s.kind, s.nodes) : s.detail);
         w.raw("</li>\n");
       }
       w.raw("</ul>\n");
     }
   }
-  for (const auto& s : v.scaling) {
-    w.raw("<p class=\"o-warn\">");
-    w.esc(s);
-    w.raw("</p>\n");
+  // The charts, grouped by collective and closed: the tables above say which to open.
+  std::vector<std::string> collectives;
+  for (const auto& r : v.runs)
+    if (std::find(collectives.begin(), collectives.end(), r.collective) == collectives.end())
+      collectives.push_back(r.collective);
+  for (const auto& coll : collectives) {
+    std::size_t charts = 0, flagged = 0;
+    std::set<int> nodes;
+    for (const auto& r : v.runs)
+      if (r.collective == coll) {
+        ++charts;
+        flagged += r.anomalies.size();
+        if (r.nodes > 0) nodes.insert(r.nodes);
+      }
+    w.raw("<details class=\"nccl-charts\"><summary>");
+    w.esc(fmt::format("{}: {} chart{}{}{}", coll.empty() ? "unknown collective" : coll, charts, charts == 1 ? "" : "s",
+                      nodes.empty() ? "" : fmt::format(" ({} node{})", fmt::join(nodes, ", "),
+                                                       nodes.size() == 1 && *nodes.begin() == 1 ? "" : "s"),
+                      flagged ? fmt::format(" · {} anomal{}", flagged, flagged == 1 ? "y" : "ies") : ""));
+    w.raw("</summary>\n");
+    for (std::size_t i = 0; i < v.runs.size(); ++i) {
+      const auto& r = v.runs[i];
+      if (r.collective != coll) continue;
+      const std::string anchor = fmt::format("{}-chart-{}", id, i);
+      std::string caption = fmt::format(
+          "{}{} · {} ranks · {} nodes{} · measured peak {:.1f} GB/s{}{} · verdict {} · {}", r.collective,
+          r.variant.empty() ? "" : " (" + r.variant + ")", r.ranks, r.nodes, r.gpu.empty() ? "" : " · " + r.gpu,
+          r.peak_busbw_gbps,
+          r.expected_busbw_gbps ? fmt::format(" (reference {:.1f})", *r.expected_busbw_gbps) : "",
+          r.fit_peak_gbps ? fmt::format(" · fitted model's peak {:.1f} GB/s (a fit, not measured)", *r.fit_peak_gbps) : "",
+          r.verdict, r.step.empty() ? r.file : r.step);
+      if (!r.svg.empty()) {
+        w.chart(tag_chart(nccl_measured_legend(r.svg, r.peak_busbw_gbps), "nccl"), "nccl", caption, anchor);
+      } else {
+        w.f("<p class=\"o-warn\" id=\"{}\">", anchor);
+        w.esc(fmt::format("{}: chart missing: {}", r.file, r.svg_error));
+        w.raw("</p>\n");
+      }
+      if (!r.anomalies.empty()) {
+        w.raw("<ul>\n");
+        for (const auto& a : r.anomalies) {
+          w.raw("<li>");
+          w.esc(a);
+          w.raw("</li>\n");
+        }
+        w.raw("</ul>\n");
+      }
+    }
+    w.raw("</details>\n");
   }
 }
 
@@ -555,8 +717,21 @@ void sla_section(Writer& w, const SlaView& v, const std::string& id) {
   }
 }
 
-void endpoint_section(Writer& w, const std::vector<const loadgen::RunView*>& benches) {
+void endpoint_section(Writer& w, const std::vector<const RunReport*>& with_bench) {
   w.section_start("endpoints", "Inference endpoints", 2);
+  std::vector<const loadgen::RunView*> benches;
+  for (const auto* r : with_bench) benches.push_back(&*r->bench);
+  // What bench.json warns of (a measured hit rate above the achievable one, ...) before any number.
+  for (const auto* r : with_bench)
+    for (const auto& x : r->bench_warnings) {
+      w.raw("<p class=\"alert\"><strong>warning</strong> ");
+      if (with_bench.size() > 1) {
+        w.esc(r->bench->label);
+        w.raw(": ");
+      }
+      w.esc(x);
+      w.raw("</p>\n");
+    }
   std::vector<loadgen::RunView> runs;
   for (const auto* b : benches) runs.push_back(*b);
   const auto cells = loadgen::compare_cells(runs);
@@ -584,10 +759,17 @@ void endpoint_section(Writer& w, const std::vector<const loadgen::RunView*>& ben
   }
   w.chart(tag_chart(loadgen::svg_latency_vs_concurrency(runs), "endpoint-latency"), "endpoint-latency",
           "Time to first token against concurrency, p50 and p99.");
-  w.chart(tag_chart(loadgen::svg_hit_rate(runs), "endpoint-hit-rate"), "endpoint-hit-rate",
+  w.chart(svg_hit_rate(benches), "endpoint-hit-rate",
           "Prefix-cache hit rate measured (cached / prompt tokens) beside the workload's theoretical rate.");
-  w.chart(tag_chart(loadgen::svg_cost(runs), "endpoint-cost"), "endpoint-cost",
-          "Cost per million tokens as measured, and at the reference hit rate.");
+  const bool any_bill = std::any_of(benches.begin(), benches.end(), [](const auto* b) { return b->has_bill; });
+  if (any_bill) {
+    w.chart(tag_chart(loadgen::svg_cost(runs), "endpoint-cost"), "endpoint-cost",
+            "Cost per million tokens as measured, and at the reference hit rate.");
+  } else {
+    // Nothing to draw: say what would give a bill rather than show an empty frame.
+    w.raw("<p class=\"note endpoint-cost-none\">Cost: no prices given: pass --prices FILE to cmax endpoint bench "
+          "(to cmax run as --stage-arg endpoint=--prices=FILE).</p>\n");
+  }
   for (const auto* b : benches)
     if (b->has_bill && !b->bill.arithmetic.empty()) {
       w.f("<details><summary>The bill of {}, with the arithmetic</summary><pre>", xml_text(b->label));
@@ -670,9 +852,9 @@ Page render_page(const std::vector<RunReport>& runs, const score::Rubric& rubric
     w.esc(runs[i].label);
     w.raw("</a>");
   }
-  std::vector<const loadgen::RunView*> benches;
+  std::vector<const RunReport*> benches;
   for (const auto& r : runs)
-    if (r.bench) benches.push_back(&*r.bench);
+    if (r.bench) benches.push_back(&r);
   if (!benches.empty()) w.raw("<a href=\"#endpoints\">endpoints</a>");
   w.raw("</nav>\n");
   if (runs.size() > 1) compare_section(w, runs, rubric);
@@ -687,7 +869,7 @@ Page render_page(const std::vector<RunReport>& runs, const score::Rubric& rubric
     w.esc(fmt::format("{}{}", r.dir, r.host.empty() ? "" : " · host " + r.host));
     w.raw("</p>\n");
     scorecard_section(w, r, rubric, id + "-score");
-    if (r.campaign) stages_section(w, *r.campaign, id + "-stages");
+    if (r.campaign) stages_section(w, r, *r.campaign, id + "-stages");
     findings_section(w, r, id + "-findings");
     if (r.cluster) cluster_section(w, *r.cluster, id + "-nodes");
     if (r.scan) scan_section(w, *r.scan, id + "-scan");

@@ -95,6 +95,19 @@ std::string read_file(const fs::path& p, std::string* error) {
   return ss.str();
 }
 
+// The last `max_bytes` of a file (a stage's log can be long; its reason is at its end).
+std::string read_tail(const fs::path& p, std::size_t max_bytes) {
+  std::ifstream in(p, std::ios::binary | std::ios::ate);
+  if (!in) return {};
+  const auto size = static_cast<std::size_t>(std::max<std::streamoff>(in.tellg(), 0));
+  const std::size_t n = std::min(size, max_bytes);
+  in.seekg(static_cast<std::streamoff>(size - n));
+  std::string out(n, '\0');
+  in.read(out.data(), static_cast<std::streamsize>(n));
+  out.resize(static_cast<std::size_t>(std::max<std::streamsize>(in.gcount(), 0)));
+  return out;
+}
+
 }  // namespace
 
 Result<ClusterView> parse_cluster_view(std::string_view text) {
@@ -193,15 +206,77 @@ Result<NcclView> nccl_view(const nlohmann::json& doc) {
     c.verdict = core::string_field(r, "verdict");
     c.ranks = static_cast<int>(num(r, "ranks"));
     c.nodes = static_cast<int>(num(r, "nodes"));
+    c.step = core::string_field(r, "step");
+    c.variant = core::string_field(r, "variant");
     c.peak_busbw_gbps = num(r, "peak_busbw_gbps");
+    if (auto fit = r.find("fit"); fit != r.end() && fit->is_object() && flag(*fit, "ok"))
+      c.fit_peak_gbps = opt_num(*fit, "peak_gbps");
     if (auto ref = r.find("reference"); ref != r.end() && ref->is_object())
       c.expected_busbw_gbps = opt_num(*ref, "expected_busbw_gbps");
     for (const auto& a : arr(r, "anomalies")) c.anomalies.push_back(core::string_field(a, "detail"));
     c.chart_path = core::string_field(r, "chart");
     v.runs.push_back(std::move(c));
   }
-  for (const auto& s : arr(*j, "scaling")) v.scaling.push_back(core::string_field(s, "detail"));
+  for (const auto& s : arr(*j, "scaling")) {
+    NcclScaling x;
+    x.group = core::string_field(s, "group");
+    x.kind = core::string_field(s, "kind");
+    x.detail = core::string_field(s, "detail");
+    x.nodes = static_cast<int>(num(s, "nodes"));
+    x.measured_gbps = opt_num(s, "measured_gbps");
+    x.expected_gbps = opt_num(s, "expected_gbps");
+    v.scaling.push_back(std::move(x));
+  }
+  if (auto sweep = j->find("sweep"); sweep != j->end() && sweep->is_object())
+    for (const auto& st : arr(*sweep, "steps")) {
+      std::string error = core::string_field(st, "error");
+      if (error.empty() && !flag(st, "interrupted")) continue;
+      v.failed_steps.push_back({core::string_field(st, "step"), core::string_field(st, "test"),
+                                core::string_field(st, "variant"), error.empty() ? "interrupted" : error,
+                                static_cast<int>(num(st, "nodes")), static_cast<int>(num(st, "exit_code", -1))});
+    }
   return v;
+}
+
+NcclScalingTable nccl_scaling_table(const NcclView& v) {
+  NcclScalingTable t;
+  std::set<int> counts;
+  for (const auto& r : v.runs)
+    if (r.nodes > 0) counts.insert(r.nodes);
+  for (const auto& s : v.scaling)
+    if (s.nodes > 0) counts.insert(s.nodes);
+  t.node_counts.assign(counts.begin(), counts.end());
+  auto column = [&](int nodes) {
+    return static_cast<std::size_t>(std::lower_bound(t.node_counts.begin(), t.node_counts.end(), nodes) -
+                                    t.node_counts.begin());
+  };
+  auto row_of = [&](const std::string& collective, const std::string& variant) -> NcclScalingRow& {
+    for (auto& row : t.rows)
+      if (row.collective == collective && row.variant == variant) return row;
+    t.rows.push_back({collective, variant, std::vector<NcclScalingCell>(t.node_counts.size())});
+    return t.rows.back();
+  };
+  for (const auto& r : v.runs) {
+    if (r.nodes <= 0) continue;
+    auto& cell = row_of(r.collective, r.variant).cells[column(r.nodes)];
+    if (!cell.peak_busbw_gbps || r.peak_busbw_gbps > *cell.peak_busbw_gbps) cell.peak_busbw_gbps = r.peak_busbw_gbps;
+  }
+  // A scaling group reads "COLLECTIVE GPU (VARIANT) in DIR": its collective is the first word, its
+  // variant the parenthesised one (none when the runs had none).
+  for (const auto& s : v.scaling) {
+    if (s.nodes <= 0) continue;
+    const std::string_view g = s.group;
+    const std::string collective(g.substr(0, g.find(' ')));
+    for (auto& row : t.rows) {
+      if (row.collective != collective) continue;
+      if (!row.variant.empty() && g.find("(" + row.variant + ")") == std::string_view::npos) continue;
+      auto& cell = row.cells[column(s.nodes)];
+      cell.expected_gbps = s.expected_gbps ? s.expected_gbps : std::optional<double>(0.0);
+      cell.detail = s.detail;
+      if (!cell.peak_busbw_gbps && s.measured_gbps) cell.peak_busbw_gbps = s.measured_gbps;
+    }
+  }
+  return t;
 }
 
 Result<DrillView> parse_drill_view(std::string_view text) {
@@ -337,10 +412,101 @@ Result<CampaignView> parse_campaign_view(std::string_view text) {
   for (const auto& st : c->stages) {
     const auto& d = st.decision;
     v.stages.push_back({d.id, std::string(campaign::to_string(d.kind)), std::string(campaign::to_string(st.status)),
-                        d.targets, d.reason, d.todo, st.error, st.log, d.run, d.disruptive, st.seconds, st.exit_code,
+                        d.targets, d.reason, d.todo, st.error, st.log, d.run, d.disruptive, false, st.seconds, st.exit_code,
                         d.documents});
   }
   return v;
+}
+
+std::string stage_exit_meaning(std::string_view kind, int exit_code) {
+  // Codes 1 and 2 differ by command (docs/exit-codes.md); 0, 3 and the signals do not.
+  struct Meaning {
+    std::string_view kind, one, two;
+  };
+  static constexpr std::array<Meaning, 8> kMeanings{{
+      {"audit", "findings: a check failed", "findings: a security check failed"},
+      {"isolation", "findings: a check failed", "findings: a tenant can reach what it should not"},
+      {"scan", "findings: an incident needs action", ""},
+      {"active", "findings: an active check failed", ""},
+      {"nccl", "findings: an anomaly or poor scaling", "a log or sweep step failed, or the sweep was interrupted"},
+      {"drill", "findings: a stage was slow or never reached", ""},
+      {"endpoint", "findings: too many requests failed", "interrupted: partial results"},
+      {"sla", "findings: a credit is owed or a cancellation right triggered", "the events could not be read"},
+  }};
+  switch (exit_code) {
+    case -1: return "did not exit";
+    case 0: return "clean";
+    case 3: return "usage or environment";
+    case 130: return "interrupted";
+    default: break;
+  }
+  if (exit_code == 1 || exit_code == 2) {
+    for (const auto& m : kMeanings)
+      if (m.kind == kind) {
+        std::string_view s = exit_code == 1 ? m.one : m.two;
+        if (!s.empty()) return std::string(s);
+      }
+    return exit_code == 1 ? "findings" : "findings or a partial result";
+  }
+  if (exit_code > 128) return fmt::format("killed by signal {}", exit_code - 128);
+  return "failed";
+}
+
+namespace {
+
+// Lines a child prints when it ends whatever happened: where its report and run directory are.
+// They say nothing about why a stage failed.
+bool closing_line(std::string_view line) {
+  for (std::string_view p : {"Report:", "report:", "Run directory:", "warning: no report written", "# "})
+    if (line.rfind(p, 0) == 0) return true;
+  return line.find("report.html") != std::string_view::npos;
+}
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.back() == '\r' || s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  return s;
+}
+
+}  // namespace
+
+std::string stage_failure_reason(std::string_view error, std::string_view log_text) {
+  constexpr std::string_view kTail = " (last line: ";
+  const auto at = error.find(kTail);
+  if (at == std::string_view::npos) return std::string(error);
+  // The last line may hold parentheses of its own: it ends at the ')' before what cmax run
+  // appends after it (docs/schemas/campaign.md), else at the error's last ')'.
+  std::size_t end = std::string_view::npos;
+  for (std::string_view after : {"); raise the stage's budget_s", "); cleanup failed ("}) {
+    auto a = error.find(after, at + kTail.size());
+    if (a != std::string_view::npos) end = std::min(end, a);
+  }
+  if (end == std::string_view::npos && !error.empty() && error.back() == ')') end = error.size() - 1;
+  if (end == std::string_view::npos || end < at + kTail.size()) return std::string(error);
+  const std::string_view last = error.substr(at + kTail.size(), end - at - kTail.size());
+  if (!closing_line(trim(last))) return std::string(error);
+  // The log's last line that says something, the child's error message as a rule.
+  std::string_view better;
+  std::size_t pos = log_text.size();
+  while (pos > 0 && better.empty()) {
+    auto nl = log_text.rfind('\n', pos - 1);
+    const std::size_t start = nl == std::string_view::npos ? 0 : nl + 1;
+    std::string_view line = trim(log_text.substr(start, pos - start));
+    if (!line.empty() && !closing_line(line)) better = line;
+    if (nl == std::string_view::npos) break;
+    pos = nl;
+  }
+  std::string out(error.substr(0, at));
+  if (!better.empty()) out += fmt::format(" (log: {})", better);
+  out += error.substr(end + 1);
+  return out;
+}
+
+std::vector<std::string> bench_warnings(const nlohmann::json& bench) {
+  std::vector<std::string> out;
+  for (const auto& w : arr(bench, "warnings"))
+    if (w.is_string() && !w.get<std::string>().empty()) out.push_back(w.get<std::string>());
+  return out;
 }
 
 Result<RunReport> load_run(const std::string& dir, const score::Rubric& rubric) {
@@ -366,8 +532,18 @@ Result<RunReport> load_run(const std::string& dir, const score::Rubric& rubric) 
   if (fs::exists(base / "campaign.json")) {
     auto text = core::read_text_file((base / "campaign.json").string(), 16u << 20);
     auto v = text ? parse_campaign_view(*text) : Result<CampaignView>(Unexpected<Error>{text.error()});
-    if (v) r.campaign = std::move(*v);
-    else warn(v.error().message + "; the stages are not shown");
+    if (v) {
+      for (auto& st : v->stages) {
+        std::error_code ec;
+        st.log_exists = !st.log.empty() && fs::is_regular_file(base / st.log, ec);
+        if (st.error.empty()) continue;
+        const std::string log_text = st.log_exists ? read_tail(base / st.log, 64u << 10) : std::string();
+        st.error = stage_failure_reason(st.error, log_text);
+      }
+      r.campaign = std::move(*v);
+    } else {
+      warn(v.error().message + "; the stages are not shown");
+    }
   }
   if (const json* d = doc("cluster.json")) {
     if (auto v = cluster_view(*d)) r.cluster = std::move(*v);
@@ -414,7 +590,8 @@ Result<RunReport> load_run(const std::string& dir, const score::Rubric& rubric) 
       warn(v.error().message);
     }
   }
-  if (doc("bench.json")) {
+  if (const json* d = doc("bench.json")) {
+    r.bench_warnings = bench_warnings(*d);
     if (auto b = loadgen::read_bench(dir)) {
       if (b->label.empty()) b->label = r.label;
       r.bench = std::move(*b);

@@ -50,8 +50,10 @@ struct ScanView {
 
 struct NcclChart {
   std::string file, collective, gpu, verdict;
+  std::string step, variant;  ///< a sweep's step ("all_reduce-2n-golden") and variant; "" for analyze
   int ranks = 0, nodes = 0;
-  double peak_busbw_gbps = 0;
+  double peak_busbw_gbps = 0;  ///< the highest busbw measured (never the fit's)
+  std::optional<double> fit_peak_gbps;  ///< the fitted model's parameter: not a measurement
   std::optional<double> expected_busbw_gbps;
   std::vector<std::string> anomalies;  ///< each anomaly's detail
   std::string chart_path;              ///< as nccl.json names it
@@ -59,10 +61,43 @@ struct NcclChart {
   std::string svg_error;               ///< why the chart is missing
 };
 
+/// One entry of nccl.json's "scaling": a node count of one group that fell short (poor_scaling).
+struct NcclScaling {
+  std::string group, kind, detail;  ///< group: "all_reduce GPU (variant) in DIR"
+  int nodes = 0;
+  std::optional<double> measured_gbps, expected_gbps;
+};
+
+/// A sweep step that produced no run (it failed, timed out or was interrupted).
+struct NcclFailedStep {
+  std::string step, test, variant, error;
+  int nodes = 0;
+  int exit_code = -1;
+};
+
 struct NcclView {
   std::vector<NcclChart> runs;
-  std::vector<std::string> scaling;  ///< poor_scaling details
+  std::vector<NcclScaling> scaling;
+  std::vector<NcclFailedStep> failed_steps;
 };
+
+/// The NCCL scaling table: busbw measured (the peak of each run) by node count, one row per
+/// collective and variant, the node counts nccl.json's scaling flagged as falling short marked.
+struct NcclScalingCell {
+  std::optional<double> peak_busbw_gbps;  ///< the best run at this node count; nullopt: not run
+  std::optional<double> expected_gbps;    ///< set when "scaling" flagged this node count
+  std::string detail;                     ///< the flag's detail
+};
+struct NcclScalingRow {
+  std::string collective, variant;
+  std::vector<NcclScalingCell> cells;  ///< one per NcclScalingTable::node_counts
+};
+struct NcclScalingTable {
+  std::vector<int> node_counts;  ///< ascending
+  std::vector<NcclScalingRow> rows;
+};
+/// Pure: the runs grouped by (collective, variant), in first-seen order.
+NcclScalingTable nccl_scaling_table(const NcclView& v);
 
 struct DrillStage {
   std::string stage, verdict;  ///< detected | drained | replaced | returned; ok | slow | never | pending | skipped
@@ -118,6 +153,7 @@ inline constexpr std::size_t kMaxSlaRows = 24;
 struct StageView {
   std::string id, kind, status, targets, reason, todo, error, log;
   bool run = false, disruptive = false;
+  bool log_exists = false;  ///< `log` names a file in the run directory (set by load_run)
   double seconds = 0;
   int exit_code = -1;
   std::vector<std::string> documents;
@@ -131,6 +167,7 @@ struct CampaignView {
 
 struct RunReport {
   std::string dir, label, host;
+  std::string href_base;  ///< the run directory relative to the page ("" or "runs/a/"), for links to its logs
   score::ScoreCard card;
   std::vector<audit::Finding> findings;
   std::optional<ClusterView> cluster;
@@ -138,6 +175,7 @@ struct RunReport {
   std::optional<NcclView> nccl;
   std::optional<DrillView> drill;
   std::optional<loadgen::RunView> bench;
+  std::vector<std::string> bench_warnings;  ///< bench.json's "warnings" (absent in older documents)
   std::optional<SlaView> sla;
   std::optional<CampaignView> campaign;
   std::vector<std::string> warnings;  ///< documents present but unusable, charts that could not be read
@@ -150,6 +188,18 @@ Result<NcclView> parse_nccl_view(std::string_view text);
 Result<DrillView> parse_drill_view(std::string_view text);
 Result<SlaView> parse_sla_view(std::string_view text);
 Result<CampaignView> parse_campaign_view(std::string_view text);
+
+/// What a stage's exit code means for the command that stage runs (docs/exit-codes.md, docs/run.md):
+/// "findings: a security check failed", "usage or environment", "interrupted". Pure.
+std::string stage_exit_meaning(std::string_view kind, int exit_code);
+
+/// What went wrong with a failed stage, for the reader: campaign.json's `error`, with a
+/// "(last line: ...)" that only names a report or run directory (the child's closing lines, not
+/// its reason) replaced by the log's last line that says something (`log_text`, may be empty). Pure.
+std::string stage_failure_reason(std::string_view error, std::string_view log_text);
+
+/// bench.json's "warnings": the strings of that array, nothing when it is absent or not an array.
+std::vector<std::string> bench_warnings(const nlohmann::json& bench);
 // The same from a parsed document whose schema was checked (score::read_evidence's).
 Result<ClusterView> cluster_view(const nlohmann::json& doc);
 Result<ScanView> scan_view(const nlohmann::json& doc);

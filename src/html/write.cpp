@@ -42,6 +42,14 @@ Result<Written> write_report(const std::vector<std::string>& dirs, const score::
     w.runs.push_back(std::move(*r));
   }
   if (out.empty()) out = dirs.size() == 1 ? (fs::path(dirs[0]) / kReportFile).string() : "cmax-report.html";
+  // Links into a run directory (its stages' logs) are relative to the page, so that the two can
+  // move together.
+  const fs::path page_dir = fs::absolute(fs::path(out)).parent_path().lexically_normal();
+  for (auto& r : w.runs) {
+    const fs::path rel = fs::absolute(fs::path(r.dir)).lexically_normal().lexically_relative(page_dir);
+    const std::string s = rel.empty() ? fs::absolute(fs::path(r.dir)).lexically_normal().string() : rel.generic_string();
+    r.href_base = s == "." || s.empty() ? "" : (s.back() == '/' ? s : s + "/");
+  }
   Page page = render_page(w.runs, rubric, meta);
   if (auto wr = core::write_text_file_atomic(out, page.html); !wr) return fail("{}", wr.error().message);
   w.path = out;
