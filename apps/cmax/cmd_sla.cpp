@@ -172,6 +172,8 @@ int run_sla(SlaFlags f) {
     }
   }
   info.closed_by_drills = sla::close_with_drills(*events, drills);
+  // Up to the resume the events show, not only to the drill's own end marker.
+  sla::extend_drills_to_resume(drills, *events, contract->down_states);
   info.drills_elsewhere = sla::exclude_drills(*contract, drills, as_of);
   for (const auto& d : drills)
     if (std::none_of(info.drills_elsewhere.begin(), info.drills_elsewhere.end(),

@@ -81,6 +81,29 @@ std::size_t close_with_drills(EventSet& events, const std::vector<DrillWindow>& 
   return closed;
 }
 
+std::size_t extend_drills_to_resume(std::vector<DrillWindow>& drills, const EventSet& events,
+                                    const std::vector<std::string>& down_states, std::int64_t slack_s,
+                                    std::int64_t max_lag_s) {
+  std::size_t moved = 0;
+  for (auto& d : drills) {
+    if (d.end_s == kOpenEnd) continue;
+    std::int64_t resume = d.end_s;
+    for (const auto& r : events.intervals) {
+      if (r.end_s == kOpenEnd || r.end_s <= d.end_s || r.end_s - d.end_s > max_lag_s) continue;
+      if (r.start_s + slack_s < d.start_s || r.start_s > d.end_s) continue;
+      if (events.node_names[static_cast<std::size_t>(r.node)] != d.node) continue;
+      if (!is_down_state(events.state_names[static_cast<std::size_t>(r.state)], down_states)) continue;
+      resume = std::max(resume, r.end_s);
+    }
+    if (resume > d.end_s) {
+      if (d.marker_end_s == kOpenEnd) d.marker_end_s = d.end_s;
+      d.end_s = resume;
+      ++moved;
+    }
+  }
+  return moved;
+}
+
 std::vector<DrillWindow> exclude_drills(Contract& contract, const std::vector<DrillWindow>& drills, std::int64_t as_of_s) {
   std::vector<DrillWindow> unknown;
   for (const auto& d : drills) {

@@ -128,6 +128,12 @@ std::string render_json(const SlaReport& rep, const Contract& c, const Window& w
         j.null();
       else
         j.value(c.zone.format_local(d.end_s));
+      // The drill's own end (cleanup's resume) when "end" was moved on to the resume the events show.
+      j.key("drill_end");
+      if (d.marker_end_s == kOpenEnd)
+        j.null();
+      else
+        j.value(c.zone.format_local(d.marker_end_s));
       j.key("excluded");
       j.value(list == &in.drills);
       j.end_object();

@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <string>
 
 #include <fmt/format.h>
 
@@ -22,8 +23,12 @@ std::string render_table(const SlaReport& rep, const Contract& c, const Window& 
     line(fmt::format("fault drills ({}), excluded from downtime and from time owed:", in.drills.size() + in.drills_elsewhere.size()));
     for (const auto* list : {&in.drills, &in.drills_elsewhere})
       for (const DrillWindow& d : *list)
-        line(fmt::format("  drill {} on {}: {} .. {}{} ({})", d.drill, d.node, c.zone.format_local(d.start_s),
+        line(fmt::format("  drill {} on {}: {} .. {}{}{} ({})", d.drill, d.node, c.zone.format_local(d.start_s),
                          d.end_s == kOpenEnd ? "still out" : c.zone.format_local(d.end_s),
+                         d.marker_end_s == kOpenEnd
+                             ? std::string()
+                             : fmt::format(" (the resume the events show; the drill itself ended {} s before)",
+                                           d.end_s - d.marker_end_s),
                          list == &in.drills ? "" : ", a node the contract does not name", d.source));
     if (in.closed_by_drills > 0)
       line(fmt::format("  {} open drain(s) ended at the resume a drill record gives", in.closed_by_drills));

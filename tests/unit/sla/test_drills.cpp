@@ -89,6 +89,38 @@ TEST(SlaDrills, ADrillIsExcludedFromDowntimeAndFromTheTimeOwed) {
   EXPECT_TRUE(rep.cancellations.empty());
 }
 
+// Issue 35: cleanup resumed t01 at +7200 s (the drill's end marker); cmaxd saw the node back 9 s
+// later and closed its drain there. Those 9 s are the drill's, not downtime.
+TEST(SlaDrills, ADrillIsExcludedUpToTheResumeTheEventsShowNotItsEndMarker) {
+  Contract c = load(rack_contract("node"));
+  auto events = intervals_from_actions({action("t01", "drain", "cmax: Xid 79 (catalog) [drill 1a2b]", kApril10 + 1),
+                                        action("t01", "resume", "observed: t01 is back in service", kApril10 + 7209),
+                                        // A real fault on t02 after a drill there: its downtime stays.
+                                        action("t02", "drain", "cmax: Xid 79 (catalog)", kApril10 + 4000),
+                                        action("t02", "resume", "observed", kApril10 + 5000)});
+  std::vector<DrillWindow> drills = {{"t01", "1a2b", "run/drill.json", kApril10, kApril10 + 7200},
+                                     {"t02", "1a2b", "run/drill.json", kApril10, kApril10 + 60}};
+  EXPECT_EQ(close_with_drills(events, drills), 0u) << "no drain was open";
+  EXPECT_EQ(extend_drills_to_resume(drills, events, c.down_states), 1u);
+  EXPECT_EQ(drills[0].end_s, kApril10 + 7209) << "to the observed resume";
+  EXPECT_EQ(drills[0].marker_end_s, kApril10 + 7200) << "the drill's own end is kept";
+  EXPECT_EQ(drills[1].end_s, kApril10 + 60) << "a drain that began after the drill is not the drill's";
+  EXPECT_EQ(drills[1].marker_end_s, kOpenEnd);
+  exclude_drills(c, drills, kApril10 + 86400);
+  auto w = month_window(c.zone, kApril, kApril);
+  ASSERT_TRUE(w);
+  const auto rep = compute_sla(std::move(events), c, *w);
+  EXPECT_EQ(rep.months[0].down_gpu_s, 4 * 1000) << "only t02's real fault";
+  EXPECT_EQ(rep.months[0].excluded_gpu_s, 4 * (7209 + 60));
+
+  // A resume seen long after the drill's end (cmaxd was down) is not taken as the drill's.
+  auto late = intervals_from_actions({action("t01", "drain", "x [drill 1a2b]", kApril10 + 1),
+                                      action("t01", "resume", "observed", kApril10 + 7200 + kResumeLagMaxS + 1)});
+  std::vector<DrillWindow> one = {{"t01", "1a2b", "run/drill.json", kApril10, kApril10 + 7200}};
+  EXPECT_EQ(extend_drills_to_resume(one, late, c.down_states), 0u);
+  EXPECT_EQ(one[0].end_s, kApril10 + 7200);
+}
+
 TEST(SlaAsOf, AnOpenDrainEndsNowNotAtTheMonthsEnd) {
   // t01 drained on 10 April and never resumed; the report is made on 11 April 00:00.
   const Contract c = load(rack_contract("node"));
