@@ -167,6 +167,22 @@ TEST(Summarize, CountsAndErrorClasses) {
   EXPECT_EQ(s.retries, retries);
 }
 
+// Issue 35: what cmax canceled when it stopped is counted apart and is not an endpoint failure.
+TEST(Summarize, RequestsCmaxCanceledAreCountedApartFromTheEndpointsFailures) {
+  const Summary s = summarize(mixed_run(), Histogram{}, 2.0, Slo{});
+  EXPECT_EQ(s.failed, 3u) << "failed keeps its meaning: every request that did not succeed";
+  EXPECT_EQ(s.client_canceled, 1u);
+  EXPECT_DOUBLE_EQ(success_rate(s), 3.0 / 5) << "3 succeeded of the 5 the endpoint was judged on";
+  std::vector<RequestRecord> stopped = {ok_request(0, 0.0, 0.01, 0.1), failed_request(1, ErrorClass::kCanceled),
+                                        failed_request(2, ErrorClass::kCanceled)};
+  EXPECT_DOUBLE_EQ(success_rate(summarize(stopped, Histogram{}, 1.0, Slo{})), 1.0);
+  std::vector<RequestRecord> none = {failed_request(0, ErrorClass::kCanceled)};
+  EXPECT_LT(success_rate(summarize(none, Histogram{}, 1.0, Slo{})), 0) << "nothing judged";
+  const auto back = summary_from_json(summary_to_json(s));
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(back->client_canceled, 1u);
+}
+
 TEST(Summarize, LatenciesOverSuccessesAndQueueOverEverySentRequest) {
   const auto run = mixed_run();
   Histogram itl;
@@ -316,10 +332,13 @@ TEST(SummaryJson, Shape) {
        {"requests", "succeeded", "failed", "errors", "retries", "duration_s", "request_throughput",
         "output_tokens_per_s", "total_tokens_per_s", "prompt_tokens", "cached_tokens", "cache_creation_tokens",
         "completion_tokens", "requests_with_usage", "requests_without_cache_field", "cache_hit_rate", "cache_source",
-        "ttft_ms", "ttft_incl_queue_ms", "tpot_ms", "itl_ms", "e2e_ms", "queue_ms", "goodput"}) {
+        "ttft_ms", "ttft_incl_queue_ms", "tpot_ms", "itl_ms", "e2e_ms", "queue_ms", "goodput", "client_canceled",
+        "success_rate"}) {
     EXPECT_TRUE(j.contains(key)) << key;
   }
-  EXPECT_EQ(j.size(), 24u);
+  EXPECT_EQ(j.size(), 26u);
+  EXPECT_EQ(j["client_canceled"], 1);
+  EXPECT_DOUBLE_EQ(j["success_rate"].get<double>(), 3.0 / 5);
   EXPECT_EQ(j["requests"], 6);
   EXPECT_EQ(j["cache_source"], "openai");
   EXPECT_DOUBLE_EQ(j["cache_hit_rate"].get<double>(), 900.0 / 2700.0);

@@ -47,5 +47,27 @@ TEST(Compare, RanksByTotalWithTiesAndUnrated) {
   EXPECT_NE(table.find("2 (tie)"), std::string::npos);
 }
 
+// Issue 35: two runs of one cluster, one with the endpoint stage and one without, are ranked with a
+// note that says so: the order rests on the evidence, not only on the cluster.
+TEST(Compare, RunsThatDifferInEvidenceAreNoted) {
+  ScoreCard a = card("run1", 82.0, 0.60), b = card("run2", 80.0, 0.55);
+  a.documents = {"results.json", "cluster.json", "bench.json"};
+  b.documents = {"results.json", "cluster.json", "nccl.json"};
+  b.categories[static_cast<std::size_t>(audit::Category::pricing)].score.reset();
+  a.categories[static_cast<std::size_t>(audit::Category::pricing)].weight = 7;
+  auto r = rank_runs({a, b});
+  std::string notes;
+  for (const auto& n : r.notes) notes += n + "\n";
+  EXPECT_NE(notes.find("run1 and run2 differ in the evidence collected, not only in the cluster: run1 has bench.json "
+                       "and evidence of pricing that run2 lacks; run2 has nccl.json that run1 lacks"),
+            std::string::npos)
+      << notes;
+  // The same evidence: no such note.
+  auto same = rank_runs({card("x", 82.0, 0.6), card("y", 80.0, 0.6)});
+  for (const auto& n : same.notes) EXPECT_EQ(n.find("differ in the evidence"), std::string::npos) << n;
+  EXPECT_FALSE(evidence_difference(card("x", 1.0, 1), card("y", 2.0, 1)));
+  EXPECT_NE(render_side_by_side({a, b}, r).find("not rated"), std::string::npos) << "run2's pricing";
+}
+
 }  // namespace
 }  // namespace cmax::score

@@ -1,6 +1,8 @@
 #include <cmath>
 #include <fstream>
 
+#include <fmt/format.h>
+
 #include "report/run_dir.h"
 #include "score/evidence.h"
 #include "score_test_util.h"
@@ -21,6 +23,87 @@ TEST(Evidence, ClusterDocGivesNodesAnsweredAndScanIncidents) {
   // A later scan.json does not override the cluster run's own scans.
   ASSERT_TRUE(add_scan_doc(R"({"schema": "cmax.scan/1", "incidents": []})", ev));
   EXPECT_DOUBLE_EQ(ev.metrics.at("scan.actionable_per_node").value, 1.5);
+}
+
+// Issue 35: a node whose audit step Slurm queued (or did not schedule: busy, reserved) was not
+// evaluated, so it is no evidence that the cluster is unavailable.
+TEST(Evidence, QueuedAndUnscheduledNodesAreLeftOutOfNodesAnswered) {
+  Evidence ev;
+  ASSERT_TRUE(add_cluster_doc(R"({"schema": "cmax.cluster/1", "nodes": [
+      {"node": "n1", "status": "ok"}, {"node": "n2", "status": "ok"}, {"node": "n3", "status": "timeout"},
+      {"node": "spare1", "status": "ok"}, {"node": "spare2", "status": "queued"}, {"node": "n4", "status": "not_scheduled"}]})",
+                              ev));
+  EXPECT_DOUBLE_EQ(ev.metrics.at("cluster.nodes_answered").value, 0.75) << "3 of the 4 asked";
+  EXPECT_NE(ev.metrics.at("cluster.nodes_answered").source.find("1 queued, 1 not scheduled"), std::string::npos)
+      << ev.metrics.at("cluster.nodes_answered").source;
+
+  Evidence none;
+  ASSERT_TRUE(add_cluster_doc(R"({"schema": "cmax.cluster/1", "nodes": [{"node": "n1", "status": "queued"}]})", none));
+  EXPECT_EQ(none.metrics.count("cluster.nodes_answered"), 0u) << "nothing evaluated is no evidence, not 0";
+  EXPECT_NE(none.gaps.at("cluster.nodes_answered").find("no node was evaluated"), std::string::npos);
+}
+
+// Issue 35: requests cmax canceled itself when it stopped are not the endpoint's failures.
+TEST(Evidence, RequestsCmaxCanceledAreNotEndpointFailures) {
+  Evidence ev;
+  ASSERT_TRUE(add_bench_doc(R"({"schema": "cmax.endpoint.bench/1",
+      "overall": {"requests": 40, "succeeded": 37, "failed": 3, "client_canceled": 3,
+                  "errors": {"canceled": 3, "http_5xx": 0}}})",
+                            ev));
+  EXPECT_DOUBLE_EQ(ev.metrics.at("endpoint.success_rate").value, 1.0);
+  EXPECT_NE(ev.metrics.at("endpoint.success_rate").source.find("canceled by cmax"), std::string::npos);
+  // An older bench.json without client_canceled: errors.canceled is the same count.
+  Evidence old;
+  ASSERT_TRUE(add_bench_doc(R"({"schema": "cmax.endpoint.bench/1",
+      "overall": {"requests": 40, "succeeded": 36, "failed": 4, "errors": {"canceled": 2, "http_5xx": 2}}})",
+                            old));
+  EXPECT_DOUBLE_EQ(old.metrics.at("endpoint.success_rate").value, 36.0 / 38);
+  Evidence all;
+  ASSERT_TRUE(add_bench_doc(R"({"schema": "cmax.endpoint.bench/1",
+      "overall": {"requests": 5, "succeeded": 0, "client_canceled": 5}})",
+                            all));
+  EXPECT_EQ(all.metrics.count("endpoint.success_rate"), 0u);
+  EXPECT_TRUE(all.gaps.contains("endpoint.success_rate"));
+}
+
+// Issue 35: 99.2% measured of an achievable 87.9%: the cache was warm before the run, so neither the
+// hit rate nor the bill is scored, and the card says why.
+TEST(Evidence, AHitRateAboveTheAchievableIsAWarmCacheNotAScore) {
+  for (const char* flag : {R"("cache_hit_above_achievable": true, )", ""}) {
+    Evidence ev;
+    ASSERT_TRUE(add_bench_doc(fmt::format(R"({{"schema": "cmax.endpoint.bench/1", {}
+        "workload": {{"theoretical_hit_rate": 0.879}}, "cost": {{"ratio_to_reference": 0.9}},
+        "overall": {{"requests": 10, "succeeded": 10, "cache_hit_rate": 0.992}}}})",
+                                          flag),
+                              ev));
+    EXPECT_EQ(ev.metrics.count("endpoint.cache_hit_of_achievable"), 0u) << flag;
+    EXPECT_EQ(ev.metrics.count("endpoint.cost_ratio"), 0u) << flag;
+    ASSERT_EQ(ev.warnings.size(), 1u);
+    EXPECT_NE(ev.warnings[0].find("99.2% is above the 87.9%"), std::string::npos) << ev.warnings[0];
+    EXPECT_NE(ev.gaps.at("endpoint.cache_hit_of_achievable").find("held these prompts before the run"), std::string::npos);
+  }
+  // Within the tolerance (block edges), judged as usual.
+  Evidence near;
+  ASSERT_TRUE(add_bench_doc(R"({"schema": "cmax.endpoint.bench/1", "workload": {"theoretical_hit_rate": 0.879},
+      "overall": {"cache_hit_rate": 0.89}})",
+                            near));
+  EXPECT_DOUBLE_EQ(near.metrics.at("endpoint.cache_hit_of_achievable").value, 1.0);
+  EXPECT_TRUE(near.warnings.empty());
+  EXPECT_NE(near.gaps.at("endpoint.cost_ratio").find("--prices FILE"), std::string::npos);
+}
+
+// Issue 35: a stage that ran and measured nothing says why.
+TEST(Evidence, DocumentsThatGaveNothingSayWhy) {
+  Evidence cpu;
+  ASSERT_TRUE(add_nccl_doc(R"({"schema": "cmax.nccl/1", "runs": [{"backend": "mpi", "verdict": "pass"}]})", cpu));
+  EXPECT_NE(cpu.gaps.at("nccl.pass_fraction").find("only cmax-collbench over MPI"), std::string::npos);
+  Evidence drill;
+  ASSERT_TRUE(add_drill_doc(R"({"schema": "cmax.drill/1", "nodes": [{"node": "n1", "detector": {"by": "cmaxd", "owner": "rater"},
+      "stages": [{"stage": "detected", "reached": true, "at_ms": 900}, {"stage": "drained", "reached": true, "at_ms": 1900},
+                 {"stage": "replaced", "reached": false, "verdict": "skipped"}]}]})",
+                            drill));
+  EXPECT_NE(drill.gaps.at("drill.detect_s").find("which the rater started"), std::string::npos);
+  EXPECT_NE(drill.gaps.at("drill.replace_s").find("verdict skipped"), std::string::npos) << drill.gaps.at("drill.replace_s");
 }
 
 TEST(Evidence, ASchemaOfTheWrongTypeIsAnErrorThatSaysSo) {

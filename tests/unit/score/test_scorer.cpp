@@ -1,3 +1,4 @@
+#include <map>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -6,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "score/render.h"
 #include "score/scorer.h"
 #include "score_test_util.h"
 
@@ -249,6 +251,71 @@ TEST(Scorer, ConfidenceShortOfTheNextTierAsksForEvidence) {
   EXPECT_EQ(card.move_up[0].kind, Suggestion::Kind::evidence);
   EXPECT_EQ(card.move_up[0].text, "hit: no evidence; collect: cmax endpoint bench --out DIR");
   EXPECT_NEAR(card.move_up[0].confidence_gain, 0.5, 1e-9);
+}
+
+// Issue 35: a stage whose document is there but gave nothing is not asked for again: its document
+// says why. A document that is not there is asked for with its collect command.
+TEST(Scorer, EvidenceAdviceSaysWhyADocumentThatIsThereGaveNone) {
+  auto rubric = make_rubric(
+      R"J({"category": "networking", "weight": 1, "items": [{"id": "nccl", "weight": 1, "source": "metric",
+          "metric": "nccl.pass_fraction", "points": [[0, 0], [1, 100]], "collect": "cmax run --nccl-tests DIR"}]},
+         {"category": "reliability", "weight": 1, "items": [{"id": "active", "weight": 1, "source": "findings",
+          "prefixes": ["check.gpu."], "collect": "cmax run (its active stage)"}]},
+         {"category": "pricing", "weight": 1, "items": [{"id": "cost", "weight": 1, "source": "metric",
+          "metric": "endpoint.cost_ratio", "points": [[1, 100], [2, 0]], "collect": "cmax run --endpoint URL --prices FILE"}]},
+         {"category": "security", "weight": 1, "items": [{"id": "s", "weight": 1, "source": "findings", "category": "security"}]})J",
+      R"({"tier": "Top", "min_total": 90, "min_confidence": 1}, {"tier": "Low", "min_total": 0})");
+  Evidence ev;
+  ev.findings = {finding("security.a", Category::security, Outcome::pass),
+                 finding("check.gpu.burn@n1", Category::reliability, Outcome::unverified)};
+  ev.findings.back().reason = "no GPU visible";
+  ASSERT_TRUE(add_nccl_doc(R"({"schema": "cmax.nccl/1", "runs": [],
+      "sweep": {"steps": [{"step": "all_reduce-1n", "error": "srun said: srun: error: Unable to allocate resources\nmore"},
+                          {"step": "all_reduce-2n", "error": "srun said: again"}]}})",
+                           ev));
+  ASSERT_TRUE(add_bench_doc(R"({"schema": "cmax.endpoint.bench/1", "overall": {"requests": 4, "succeeded": 4}, "cost": null})", ev));
+  auto card = score_run(rubric, ev);
+  std::map<std::string, std::string> said;
+  for (const auto& s : card.move_up) said[s.item] = s.text;
+  ASSERT_EQ(said.size(), 3u);
+  EXPECT_EQ(said["nccl"], "nccl: no evidence: nccl.json: every step failed (2 of 2): srun said: srun: error: Unable to "
+                          "allocate resources");
+  EXPECT_EQ(said["active"], "active: no evidence: 1 check(s) ran but reached no verdict (first: check.gpu.burn@n1: no GPU visible)");
+  EXPECT_NE(said["cost"].find("add --prices FILE to cmax run"), std::string::npos) << said["cost"];
+  for (const auto& [item, text] : said) EXPECT_EQ(text.find("collect:"), std::string::npos) << text;
+
+  // Without the documents, the collect commands.
+  Evidence bare;
+  bare.findings = {finding("security.a", Category::security, Outcome::pass)};
+  auto asked = score_run(rubric, bare);
+  for (const auto& s : asked.move_up) EXPECT_NE(s.text.find("; collect: cmax run"), std::string::npos) << s.text;
+}
+
+TEST(Scorer, ACategoryWithNothingEvaluatedReadsNotRatedAndStaysOutOfTheTotal) {
+  auto rubric = make_rubric(
+      R"({"category": "security", "weight": 1, "items": [{"id": "s", "weight": 1, "source": "findings", "category": "security"}]},
+         {"category": "availability", "weight": 1, "items": [{"id": "answered", "weight": 1, "source": "metric",
+          "metric": "cluster.nodes_answered", "points": [[0.9, 0], [1, 100]]}]})");
+  Evidence ev;
+  ev.findings = {finding("security.a", Category::security, Outcome::pass)};
+  // Every node queued: no evidence of availability either way.
+  ASSERT_TRUE(add_cluster_doc(R"({"schema": "cmax.cluster/1", "nodes": [{"node": "n1", "status": "queued"},
+      {"node": "n2", "status": "not_scheduled"}]})",
+                              ev));
+  auto card = score_run(rubric, ev);
+  ASSERT_TRUE(card.total);
+  EXPECT_NEAR(*card.total, 100, 1e-9) << "availability does not drag the total";
+  const auto& avail = card.categories[static_cast<std::size_t>(Category::availability)];
+  EXPECT_FALSE(avail.score);
+  EXPECT_NE(avail.items[0].reason.find("no node was evaluated"), std::string::npos) << avail.items[0].reason;
+  const std::string text = render_card(card, true);
+  std::string line;
+  for (std::size_t at = text.find("  availability"); at != std::string::npos;) {
+    line = text.substr(at, text.find('\n', at) - at);
+    break;
+  }
+  EXPECT_NE(line.find("not rated"), std::string::npos) << text;
+  EXPECT_EQ(line.find("0.0"), std::string::npos) << line;
 }
 
 TEST(Scorer, NeverReachedDrillStageScoresTheWorstPoints) {
