@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -14,8 +15,11 @@ namespace {
 
 constexpr int kLineBytes = 1024;
 
-// nccl-tests cuts the host name at the first '.'.
+// nccl-tests cuts the host name at the first '.'. Inside a Slurm step the node's Slurm name
+// (SLURMD_NODENAME), which is what the audit, the drill and sinfo call it; several slurmd on one
+// host (multiple-slurmd) share a host name but not that.
 std::string short_hostname() {
+  if (const char* node = std::getenv("SLURMD_NODENAME"); node && *node) return node;
   char host[256] = {};
   ::gethostname(host, sizeof(host) - 1);
   std::string h(host);

@@ -13,6 +13,8 @@ struct CampaignFlags {
   std::string budget;  ///< "90m", "2h", "3600" (seconds)
   bool allow_disruptive = false;
   std::string endpoint, trace, contract, cmaxd_db, drill_node, drill_reservation, nccl_tests;
+  std::string prices;        ///< the endpoint stage's price sheet (cmax endpoint bench --prices)
+  std::string storage_path;  ///< the active stage's storage checks (default: the run directory's filesystem)
   std::string resume;                   ///< a run directory to continue
   std::vector<std::string> stage_args;  ///< "ID=ARG": one more argument for that stage
   std::string out;

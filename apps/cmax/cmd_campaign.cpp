@@ -21,9 +21,11 @@
 #include "campaign/decide.h"
 #include "campaign/execute.h"
 #include "campaign/plan.h"
+#include "campaign/run_lock.h"
 #include "campaign/state.h"
 #include "core/clock.h"
 #include "core/process.h"
+#include "core/strings.h"
 #include "nccl/collbench_path.h"
 #include "report/run_dir.h"
 #include "sched/slurm_reservation.h"
@@ -73,7 +75,7 @@ const std::pair<std::string_view, bool> kCampaignOptions[] = {
     {"--trace", true},         {"--contract", true},     {"--cmaxd-db", true},          {"--drill-node", true},
     {"--drill-reservation", true}, {"--nccl-tests", true}, {"--resume", true},          {"--stage-arg", true},
     {"--out", true},           {"--overwrite", false},   {"--dry-run", false},          {"--json", false},
-    {"--stage", true}};
+    {"--stage", true},         {"--prices", true},       {"--storage-path", true}};
 
 std::vector<std::string> forwardable(const std::vector<std::string>& args) {
   std::vector<std::string> out;
@@ -110,6 +112,29 @@ std::vector<std::string> slurm_env(const CampaignFlags& f) {
   return {"SLURM_CONF=" + f.slurm_conf};
 }
 
+// The trial's own nodes: the idle nodes of the active reservations this user may use (not a
+// provider's MAINT window), which the active and NCCL stages run inside. The reservation with the
+// most idle nodes first: a step runs inside one reservation, and the sweep takes that one.
+void note_trial_nodes(campaign::Facts& facts, const std::vector<sched::Reservation>& list) {
+  const char* user = std::getenv("USER");
+  std::vector<std::pair<std::string, std::vector<std::string>>> usable;
+  for (const auto& res : list) {
+    if (res.state != "ACTIVE" || res.nodes.empty() || res.has_flag("MAINT")) continue;
+    if (!sched::user_may_use(res, user ? user : "root")) continue;
+    std::vector<std::string> idle;
+    for (const auto& n : res.nodes)
+      if (std::find(facts.idle.begin(), facts.idle.end(), n) != facts.idle.end()) idle.push_back(n);
+    if (!idle.empty()) usable.emplace_back(res.name, std::move(idle));
+  }
+  std::stable_sort(usable.begin(), usable.end(), [](const auto& a, const auto& b) { return a.second.size() > b.second.size(); });
+  for (const auto& [name, idle] : usable) {
+    facts.trial_reservations.push_back(name);
+    for (const auto& n : idle)
+      if (std::find(facts.trial_nodes.begin(), facts.trial_nodes.end(), n) == facts.trial_nodes.end()) facts.trial_nodes.push_back(n);
+  }
+  if (!usable.empty()) facts.trial_nccl_nodes = usable.front().second;
+}
+
 // What is true before any stage runs. Slurm facts come from sinfo and scontrol, bounded.
 Result<campaign::Facts> gather_facts(const CampaignFlags& f, const HarnessChoice& h, const std::string& dir,
                                      std::vector<std::string>& notes) {
@@ -122,6 +147,8 @@ Result<campaign::Facts> gather_facts(const CampaignFlags& f, const HarnessChoice
   facts.contract = f.contract.empty() ? "" : fs::absolute(f.contract).string();
   facts.events = f.cmaxd_db.empty() ? "" : fs::absolute(f.cmaxd_db).string();
   facts.endpoint_trace = f.trace.empty() ? "" : fs::absolute(f.trace).string();
+  facts.prices = f.prices.empty() ? "" : fs::absolute(f.prices).string();
+  facts.storage_path = f.storage_path.empty() ? "" : fs::absolute(f.storage_path).string();
   facts.allow_disruptive = f.allow_disruptive;
   facts.drill_node = f.drill_node;
   facts.reservation = f.drill_reservation;
@@ -177,6 +204,7 @@ Result<campaign::Facts> gather_facts(const CampaignFlags& f, const HarnessChoice
   auto r = core::run_process({{"scontrol", "-o", "show", "reservation"}, std::chrono::seconds(10), 1u << 20, slurm_env(f)});
   if (r && !r->timed_out && r->exit_code == 0) {
     if (auto list = sched::parse_scontrol_reservations(r->out)) {
+      note_trial_nodes(facts, *list);
       sched::drop_reserved_nodes(facts.idle, *list);
       const char* user = std::getenv("USER");
       for (const auto& res : *list) {
@@ -287,11 +315,18 @@ int execute(campaign::Campaign& c, const std::string& dir, bool json) {
     st.exit_code = r.exit_code;
     st.seconds = r.seconds;
     st.error = r.error;
+    st.last_line = r.last_line;
+    ++st.attempts;
+    // An interrupted attempt's time is not lost: --resume adds it up.
+    if (r.status == Status::interrupted) st.interrupted_s += r.seconds;
     save();
     progress("");
     if (!json)
       fmt::print(stderr, "cmax run [{}/{}] {}: {} in {:.1f} s{}{}\n", i + 1, n, d.id, campaign::to_string(r.status),
-                 r.seconds, r.exit_code > 0 ? fmt::format(" (exit {}: findings)", r.exit_code) : "",
+                 r.seconds,
+                 r.exit_code > 0 && r.error.empty()
+                     ? fmt::format(" (exit {}: {})", r.exit_code, campaign::exit_label(r.exit_code))
+                     : "",
                  r.error.empty() ? "" : " - " + r.error);
     if (r.status == Status::interrupted) break;
   }
@@ -308,8 +343,9 @@ int execute(campaign::Campaign& c, const std::string& dir, bool json) {
     for (const auto& st : c.stages) {
       const auto& d = st.decision;
       std::string what = d.run ? (st.error.empty() ? d.targets : st.error) : d.reason;
+      const double spent = st.seconds + st.interrupted_s;
       fmt::print("  {:<10} {:<11} {:>8}  {}\n", d.id, campaign::to_string(st.status),
-                 st.seconds > 0 ? fmt::format("{:.1f} s", st.seconds) : "", what);
+                 spent > 0 ? fmt::format("{:.1f} s", spent) : "", what);
       if (!d.run && !d.todo.empty()) fmt::print("  {:<10} {:<11} {:>8}  to run it: {}\n", "", "", "", d.todo);
     }
     if (!card.empty()) fmt::print("\n{}", card);
@@ -343,24 +379,67 @@ void set_invocation(int argc, char** argv) {
 
 const std::vector<std::string>& run_arguments() { return g_args; }
 
-int run_campaign(const CampaignFlags& f, const HarnessChoice& h) {
-  if (!f.resume.empty()) {
-    auto c = campaign::load_campaign(f.resume);
-    if (!c) return environment_error(c.error().message);
-    ++c->resumes;
-    c->interrupted = false;
-    c->finished_at.clear();
-    // What did not finish runs again; score and report describe the whole run, so they always do.
-    for (auto& st : c->stages)
-      if (st.status != Status::skipped && (st.status != Status::done || st.decision.in_process))
-        st.status = Status::pending;
-    fmt::print(stderr, "cmax run --resume {}: plan {}; ", f.resume, c->plan_name);
-    std::vector<std::string> todo;
-    for (const auto& st : c->stages)
-      if (st.decision.run && st.status != Status::done) todo.push_back(st.decision.id);
-    fmt::print(stderr, "running {}\n", todo.empty() ? std::string("nothing: every stage is done") : fmt::format("{}", fmt::join(todo, ", ")));
-    return execute(*c, f.resume, f.json);
+namespace {
+
+// Who holds a run directory's lock, for a second run to be told.
+std::string lock_holder() {
+  char host[256] = {0};
+  ::gethostname(host, sizeof host - 1);
+  std::string args;
+  for (const auto& a : g_args) args += " " + a;
+  return fmt::format("pid {} on {} since {}: cmax run{}", ::getpid(), host,
+                     core::format_utc(core::SystemClock().now()), core::clip(args, 300));
+}
+
+int resume_campaign(const CampaignFlags& f) {
+  auto lock = campaign::RunLock::acquire(f.resume, lock_holder());
+  if (!lock) return environment_error(lock.error().message);
+  auto c = campaign::load_campaign(f.resume);
+  if (!c) return environment_error(c.error().message);
+  ++c->resumes;
+  c->interrupted = false;
+  c->finished_at.clear();
+  // What did not finish runs again; score and report describe the whole run, so they always do.
+  std::vector<bool> finished;
+  for (auto& st : c->stages) {
+    if (st.status != Status::skipped && (st.status != Status::done || st.decision.in_process)) {
+      // A sweep interrupted part-way keeps the steps it finished (cmax nccl sweep --resume).
+      if (st.decision.kind == campaign::Kind::nccl && st.status == Status::interrupted &&
+          std::find(st.decision.argv.begin(), st.decision.argv.end(), "--resume") == st.decision.argv.end())
+        st.decision.argv.push_back("--resume");
+      st.status = Status::pending;
+    }
+    finished.push_back(st.status == Status::done);
   }
+  if (!f.budget.empty()) {
+    // A new --budget is the budget of what is left: the stages still to run are fitted into it again.
+    auto budget = parse_budget(f.budget);
+    if (!budget) return environment_error(fmt::format("--budget {}: use seconds or a duration like 90m, 2h, 1h30m", f.budget));
+    c->facts.budget_s = budget;
+    std::vector<campaign::Decision> ds;
+    for (const auto& st : c->stages) ds.push_back(st.decision);
+    campaign::fit_budget(ds, budget, &finished);
+    for (std::size_t i = 0; i < ds.size(); ++i) {
+      auto& st = c->stages[i];
+      const bool revived = ds[i].run && !st.decision.run;
+      st.decision = std::move(ds[i]);
+      if (revived) st.status = Status::pending;
+      if (!st.decision.run && st.status == Status::pending) st.status = Status::skipped;
+    }
+  }
+  fmt::print(stderr, "cmax run --resume {}: plan {}; ", f.resume, c->plan_name);
+  std::vector<std::string> todo;
+  for (const auto& st : c->stages)
+    if (st.decision.run && st.status != Status::done)
+      todo.push_back(st.decision.in_process ? st.decision.id : fmt::format("{} ({} s)", st.decision.id, st.decision.budget_s));
+  fmt::print(stderr, "running {}\n", todo.empty() ? std::string("nothing: every stage is done") : fmt::format("{}", fmt::join(todo, ", ")));
+  return execute(*c, f.resume, f.json);
+}
+
+}  // namespace
+
+int run_campaign(const CampaignFlags& f, const HarnessChoice& h) {
+  if (!f.resume.empty()) return resume_campaign(f);
   auto plan = campaign::load_plan(f.plan);
   if (!plan) return environment_error(plan.error().message);
   if (!f.budget.empty() && !parse_budget(f.budget))
@@ -383,17 +462,32 @@ int run_campaign(const CampaignFlags& f, const HarnessChoice& h) {
   auto facts = gather_facts(f, h, dir, notes);
   if (!facts) return environment_error(facts.error().message);
   auto decisions = campaign::decide(*plan, *facts);
+  const int needed = campaign::minimum_budget_s(decisions);
+  const std::string needs = fmt::format("the plan needs {} s at least (about {} min: each stage's min_s){}", needed,
+                                        (needed + 59) / 60,
+                                        facts->budget_s ? fmt::format("; --budget {} s", *facts->budget_s) : "");
   if (f.dry_run) {
     for (const auto& n : notes) fmt::print("note: {}\n", n);
     fmt::print("{}", campaign::render_decisions(*plan, *facts, decisions));
+    fmt::print("{}\n", needs);
     return 0;
   }
+  // A budget that holds no stage runs nothing: refused before the directory is touched, so the
+  // same --out is free for the next try.
+  const bool any = std::any_of(decisions.begin(), decisions.end(),
+                               [](const campaign::Decision& d) { return d.run && !d.in_process; });
+  if (!any && facts->budget_s && campaign::minimum_budget_s(decisions) > 0)
+    return environment_error(fmt::format("--budget {} s holds no stage: {}; give --budget {} or more", *facts->budget_s,
+                                         needs, needed));
+  auto lock = campaign::RunLock::acquire(dir, lock_holder());
+  if (!lock) return environment_error(lock.error().message);
   std::error_code ec;
   if (fs::exists(fs::path(dir) / campaign::kCampaignFile, ec) && !f.overwrite)
     return environment_error(fmt::format("{} already holds a cmax run (campaign.json): continue it with "
                                          "`cmax run --resume {}`, or pass --overwrite to start over there",
                                          dir, dir));
   for (const auto& n : notes) fmt::print(stderr, "cmax run: {}\n", n);
+  if (facts->budget_s && needed > *facts->budget_s) fmt::print(stderr, "cmax run: {}: the last stages are left out\n", needs);
   campaign::Campaign c;
   c.plan_name = plan->name;
   c.plan_origin = plan->origin;

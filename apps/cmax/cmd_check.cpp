@@ -47,6 +47,8 @@ struct CheckFlags {
   // --active and --submit
   bool active = false, submit = false, force = false;
   std::string checks, path, thresholds, host_root = "/", output_dir, partition, qos;
+  std::vector<std::string> reservations;  ///< --submit: also a job inside each, on its idle nodes
+  bool no_free_nodes = false;             ///< --submit: only inside --reservation
   double check_timeout_s = 60;
   std::size_t metadata_files = 2000, max_nodes = 0;
   std::uint64_t seq_mib = 256;
@@ -271,42 +273,73 @@ int submit_checks(const CheckFlags& f) {
       if (auto e = health::wait_for_job(s, id, std::chrono::seconds(f.wait_timeout_s)); !e) return fail_env(e.error().message);
     }
   }
-  auto out = health::submit_active(s);
-  if (!out) return fail_env(out.error().message);
-  if (out->plan.sbatch_argv.empty()) {
-    fmt::print(stderr, "cmax check --submit: {}\n", out->note);
+  // One job on the free idle nodes (the spares) unless --no-free-nodes, and one inside each
+  // --reservation on its idle nodes (a trial's own nodes): a job cannot span both.
+  std::vector<std::string> scopes;
+  if (!f.no_free_nodes) scopes.emplace_back();
+  scopes.insert(scopes.end(), f.reservations.begin(), f.reservations.end());
+  if (scopes.empty()) return fail_env("--no-free-nodes without --reservation NAME: no node to check");
+  std::vector<health::SubmitOutcome> jobs;
+  std::vector<std::string> reservations_of, notes;
+  for (const auto& scope : scopes) {
+    health::SubmitOptions so = s;
+    so.reservation = scope;
+    so.force = s.force || !jobs.empty();  // our own first job is not a reason to refuse the second
+    auto out = health::submit_active(so);
+    if (!out) return fail_env(out.error().message);
+    if (out->plan.sbatch_argv.empty()) {
+      notes.push_back(out->note);
+      if (!out->existing.empty()) break;  // a job of ours already queued: nothing more either
+      continue;
+    }
+    if (f.dry_run) {
+      std::string argv;
+      for (const auto& w : out->plan.sbatch_argv) argv += (argv.empty() ? "" : " ") + health::shell_quote(w);
+      fmt::print("# {}\n{}\n# {}:\n{}", out->note, argv, out->plan.script_path, out->plan.script);
+      continue;
+    }
+    fmt::print("{}\n", out->job_id);
+    fmt::print(stderr, "cmax check --submit: job {} on {} idle node{}{} ({}); results in {}/cmax-check-<host>-{}-<task>.out\n",
+               out->job_id, out->nodes.size(), out->nodes.size() == 1 ? "" : "s",
+               scope.empty() ? std::string() : " of reservation " + scope, fmt::join(out->nodes, ","), s.output_dir,
+               out->job_id);
+    reservations_of.push_back(scope);
+    jobs.push_back(std::move(*out));
+  }
+  for (const auto& n : notes) fmt::print(stderr, "cmax check --submit: {}\n", n);
+  if (f.dry_run) return kExitHealthy;
+  if (jobs.empty()) {
     // --wait promised a result: nothing to wait for is not a healthy cluster.
-    return f.wait && !f.dry_run ? fail_env("--wait: nothing was submitted, so there are no results: " + out->note)
-                                : kExitHealthy;
+    const std::string why = fmt::format("{}", fmt::join(notes, "; "));
+    return f.wait ? fail_env("--wait: nothing was submitted, so there are no results: " + why) : kExitHealthy;
   }
-  if (f.dry_run) {
-    std::string argv;
-    for (const auto& w : out->plan.sbatch_argv) argv += (argv.empty() ? "" : " ") + health::shell_quote(w);
-    fmt::print("# {}\n{}\n# {}:\n{}", out->note, argv, out->plan.script_path, out->plan.script);
-    return kExitHealthy;
-  }
-  fmt::print("{}\n", out->job_id);
-  fmt::print(stderr, "cmax check --submit: job {} on {} idle node{} ({}); results in {}/cmax-check-<host>-{}-<task>.out\n",
-             out->job_id, out->nodes.size(), out->nodes.size() == 1 ? "" : "s", fmt::join(out->nodes, ","), s.output_dir,
-             out->job_id);
   if (!f.wait) return kExitHealthy;
-  // --wait: until the job leaves the queue (bounded), then the nodes' results as one document.
-  // Ctrl-C (or cmax run stopping this stage) cancels the job rather than leave it queued.
+  // --wait: until every job leaves the queue (bounded, one deadline for all), then the nodes'
+  // results as one document. Ctrl-C (or cmax run stopping this stage) cancels the jobs rather
+  // than leave them queued.
   static std::atomic<bool> stop{false};
   struct sigaction sa {};
   sa.sa_handler = [](int) { stop.store(true); };
   sigemptyset(&sa.sa_mask);
   ::sigaction(SIGINT, &sa, nullptr);
   ::sigaction(SIGTERM, &sa, nullptr);
-  auto end = health::wait_for_job(s, out->job_id, std::chrono::seconds(f.wait_timeout_s), &stop);
-  if (!end) return fail_env(end.error().message);
-  const auto merged =
-      health::merge_active_results(out->job_id, out->nodes, health::read_node_results(s.output_dir, out->job_id), *end);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(f.wait_timeout_s);
+  std::vector<health::JobResults> parts;
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    const auto left = std::chrono::duration_cast<std::chrono::seconds>(deadline - std::chrono::steady_clock::now());
+    auto end = health::wait_for_job(s, jobs[i].job_id, std::max(left, std::chrono::seconds(1)), &stop);
+    if (!end) return fail_env(end.error().message);
+    parts.push_back({jobs[i].job_id, reservations_of[i], jobs[i].nodes,
+                     health::read_node_results(s.output_dir, jobs[i].job_id), *end});
+  }
+  const auto merged = health::merge_active_jobs(parts);
   const std::string dir = f.out.empty() ? s.output_dir : f.out;
   auto w = report::write_stage_document(dir, "check-active.json", merged.document);
   if (!w) return fail_env(w.error().message);
   const bool healthy = merged.healthy;
-  fmt::print(stderr, "cmax check --submit: job {} ended ({}); {}: {}\n", out->job_id, *end, *w,
+  std::string ends;
+  for (const auto& p : parts) ends += fmt::format("{}{} {}", ends.empty() ? "" : ", ", p.job_id, p.job_end);
+  fmt::print(stderr, "cmax check --submit: job{} ended ({}); {}: {}\n", parts.size() == 1 ? "" : "s", ends, *w,
              healthy ? "every node reported, no active check failed" : "a check failed or a node did not report");
   return healthy ? kExitHealthy : kExitUnhealthy;
 }
@@ -474,6 +507,13 @@ Runner setup_check(CLI::App& sub) {
       ->group(submit);
   sub.add_option("--partition", f->partition, "Only idle nodes of this partition, and submit there")->group(submit);
   sub.add_option("--qos", f->qos, "A preemptible QOS of your site's for the job")->group(submit);
+  sub.add_option("--reservation", f->reservations,
+                 "Also a job inside this active reservation, on its idle nodes (repeat): a trial's own nodes,\n"
+                 "which a job outside the reservation never gets")
+      ->group(submit);
+  sub.add_flag("--no-free-nodes", f->no_free_nodes,
+               "Only the --reservation jobs: leave out the idle nodes outside every reservation")
+      ->group(submit);
   sub.add_option("--output-dir", f->output_dir,
                  "Where the script and the per-node results go, on a filesystem every node can write "
                  "(default: the current directory)")

@@ -57,7 +57,9 @@ struct NcclFlags {
   int iters = 20, warmup = 5, step_timeout_s = 1800;
   bool max_bytes_given = false, ranks_given = false;  ///< named on the command line (not the defaults)
   std::vector<std::string> hosts, launcher_args;
+  std::string reservation;
   bool no_network = false, no_ring = false, dry_run = false;
+  bool resume = false;  ///< keep the steps an earlier, interrupted sweep into --out finished
   std::string sysfs = "/sys", nccl_conf;
   std::string fabric;  ///< analyze: the fabric of runs whose log does not show it
   std::string gpu;     ///< analyze: the GPU of runs whose log has no Rank lines
@@ -397,6 +399,9 @@ int run_sweep(const NcclFlags& f) {
   o.iters = f.iters;
   o.warmup = f.warmup;
   o.hosts = f.hosts;
+  o.reservation = f.reservation;
+  if (!o.reservation.empty() && o.launcher != nccl::Launcher::kSrun)
+    return fmt::print(stderr, "cmax nccl sweep: --reservation is srun's: add --launcher srun\n"), kExitUsage;
   o.launcher_args = f.launcher_args;
   // mpirun on this machine alone: as root it needs to be told, and more ranks than cores is fine.
   if (o.launcher == nccl::Launcher::kMpirun && o.hosts.empty()) {
@@ -465,14 +470,49 @@ int run_sweep(const NcclFlags& f) {
   sa.sa_handler = on_sweep_signal;
   ::sigaction(SIGINT, &sa, &old_int);
   ::sigaction(SIGTERM, &sa, &old_term);
+  // --resume: the steps an earlier sweep into this directory finished (same command, no error,
+  // its log still there) are kept, not measured again.
+  std::map<std::string, json> finished;
+  if (f.resume)
+    if (auto prev = core::read_text_file((fs::path(*dir) / "nccl.json").string(), kMaxLogBytes)) {
+      auto doc = json::parse(*prev, nullptr, false);
+      if (doc.is_object() && doc.contains("sweep") && doc["sweep"].is_object() && doc["sweep"].contains("steps") &&
+          doc["sweep"]["steps"].is_array())
+        for (const auto& sj : doc["sweep"]["steps"])
+          if (sj.is_object() && !sj.contains("error") && sj.value("exit_code", -1) == 0 && sj.contains("step") &&
+              sj["step"].is_string())
+            finished[sj["step"].get<std::string>()] = sj;
+    }
+  std::size_t kept = 0;
   for (std::size_t i = 0; i < steps.size() && !g_sweep_stop; ++i) {
     const auto& s = steps[i];
+    const fs::path log = fs::path(*dir) / s.log_name;
+    const std::string name = s.log_name.substr(0, s.log_name.size() - 4);
+    if (auto it = finished.find(name); it != finished.end() && it->second.value("argv", json::array()) == json(s.argv)) {
+      if (auto text = core::read_text_file(log.string(), kMaxLogBytes)) {
+        if (auto parsed = nccl::parse_nccl_tests(*text); parsed && !parsed->runs.empty()) {
+          for (std::size_t k = 0; k < parsed->runs.size(); ++k) {
+            Analysed a{log.string(), k, std::move(parsed->runs[k])};
+            a.label = name;
+            a.nodes_hint = s.nodes;
+            a.variant = s.variant;
+            if (a.run.nodes == 0) a.run.nodes = s.nodes;
+            runs.push_back(std::move(a));
+          }
+          json sj = it->second;
+          sj["kept"] = true;
+          steps_json.push_back(sj);
+          ++kept;
+          if (!tty) fmt::print(stderr, "cmax nccl sweep: [{}/{}] {}: kept from the earlier sweep\n", i + 1, steps.size(), name);
+          continue;
+        }
+      }
+    }
     progress(fmt::format("cmax nccl sweep [{}/{}] {} on {} node{} ({})...", i + 1, steps.size(), s.test, s.nodes,
                          s.nodes == 1 ? "" : "s", s.variant));
     core::ProcessSpec spec{s.argv, std::chrono::seconds(f.step_timeout_s), kMaxLogBytes, s.env};
     auto outcome = run_step(spec);
-    const fs::path log = fs::path(*dir) / s.log_name;
-    json sj{{"step", s.log_name.substr(0, s.log_name.size() - 4)}, {"test", s.test}, {"nodes", s.nodes},
+    json sj{{"step", name}, {"test", s.test}, {"nodes", s.nodes},
             {"variant", s.variant}, {"argv", s.argv}, {"env", s.env}, {"log", log.string()}};
     if (!outcome) {
       sj["error"] = outcome.error().message;
@@ -543,9 +583,10 @@ int run_sweep(const NcclFlags& f) {
   for (const auto& fi : findings) recipe_json.push_back({{"level", fi.level}, {"variable", fi.variable}, {"message", fi.message}});
   json report{{"schema", "cmax.nccl/1"}, {"sweep", {{"launcher", o.launcher == nccl::Launcher::kSrun ? "srun" : "mpirun"},
                                                     {"node_counts", o.node_counts}, {"ranks_per_node", o.ranks_per_node},
+                                                    {"hosts", o.hosts}, {"reservation", o.reservation},
                                                     {"steps", steps_json}}},
               {"recipe", recipe_json}, {"runs", json::array()}, {"scaling", scaling}, {"exit_code", code}, {"run_dir", *dir},
-              {"interrupted", interrupted}, {"notes", notes}};
+              {"interrupted", interrupted}, {"notes", notes}, {"kept_steps", kept}};
   for (const auto& a : runs) report["runs"].push_back(run_json(a));
   std::ofstream(fs::path(*dir) / "nccl.json") << report.dump(2) << "\n";
   if (f.json) {
@@ -611,7 +652,11 @@ Runner setup_nccl(CLI::App& sub) {
   sweep->add_option("-f,--step-factor", f->factor, "Size multiplier between steps")->capture_default_str();
   sweep->add_option("-n,--iters", f->iters, "Timed iterations per size")->capture_default_str();
   sweep->add_option("-w,--warmup", f->warmup, "Warmup iterations per size")->capture_default_str();
-  sweep->add_option("--host", f->hosts, "mpirun: a host per node, in order (repeat); default this machine only");
+  sweep->add_option("--host", f->hosts,
+                    "A host per node, in order (repeat): mpirun's --host, srun's -w (the first n for n nodes);\n"
+                    "default: mpirun this machine only, srun wherever Slurm places the step");
+  sweep->add_option("--reservation", f->reservation,
+                    "srun: run every step inside this Slurm reservation (a trial's nodes are held in one)");
   sweep->add_option("--launcher-arg", f->launcher_args,
                     "An argument for mpirun or srun before the program (repeat): --partition=gpu, --mca ...");
   sweep->add_flag("--no-network-variant", f->no_network, "Skip the NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 runs");
@@ -620,6 +665,9 @@ Runner setup_nccl(CLI::App& sub) {
   sweep->add_option("--nccl-conf", f->nccl_conf, "nccl.conf to check (default $NCCL_CONF_FILE or /etc/nccl.conf)");
   sweep->add_option("--sysfs", f->sysfs, "sysfs root for the RoCE check")->capture_default_str();
   sweep->add_flag("--dry-run", f->dry_run, "Print the recipe findings and the commands; run nothing");
+  sweep->add_flag("--resume", f->resume,
+                  "Keep the steps an earlier, interrupted sweep into --out finished (same command, exit 0, log\n"
+                  "present); measure the rest (cmax run --resume passes it)");
   sweep->add_option("--out", f->out, "Run directory (default ~/.cmax/runs/<UTC stamp>-nccl-sweep/)");
   sweep->add_flag("--no-charts", f->no_charts, "Do not write SVG charts");
   sweep->add_flag("--json", f->json, "Print {\"schema\": \"cmax.nccl/1\", ...}");

@@ -404,6 +404,13 @@ Runner setup_run(CLI::App& sub) {
   sub.add_option("--endpoint", s->campaign.endpoint, "OpenAI-compatible base URL (.../v1) for the endpoint stage")->group(camp);
   sub.add_option("--trace", s->campaign.trace, "A Mooncake JSONL trace for the endpoint stage (default: multi-turn sessions)")
       ->group(camp);
+  sub.add_option("--prices", s->campaign.prices,
+                 "A price sheet (docs/endpoint-bench.md) for the endpoint stage: the bill at the measured hit rate")
+      ->group(camp);
+  sub.add_option("--storage-path", s->campaign.storage_path,
+                 "The directory the active stage's storage checks write to, on the filesystem a rater means (a shared\n"
+                 "filesystem's scratch; default: the run directory's, which every node writes its results to)")
+      ->group(camp);
   sub.add_option("--contract", s->campaign.contract, "An SLA contract (cmax.sla-contract/1) for the SLA stage")->group(camp);
   sub.add_option("--cmaxd-db", s->campaign.cmaxd_db, "cmaxd's event database: the SLA stage's node events")->group(camp);
   sub.add_option("--nccl-tests", s->campaign.nccl_tests,

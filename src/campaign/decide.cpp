@@ -9,8 +9,10 @@
 namespace cmax::campaign {
 namespace {
 
-// The node counts of "--node-counts 1,2,4" that the cluster has nodes for (at least "1").
-void fit_node_counts(std::vector<std::string>& args, std::size_t nodes) {
+// The node counts of "--node-counts 1,2,4" that `nodes` allows (at least "1"); returns those
+// dropped, for the plan to say.
+std::vector<std::string> fit_node_counts(std::vector<std::string>& args, std::size_t nodes) {
+  std::vector<std::string> dropped;
   for (std::size_t i = 0; i + 1 < args.size(); ++i) {
     if (args[i] != "--node-counts") continue;
     std::string kept;
@@ -18,12 +20,28 @@ void fit_node_counts(std::vector<std::string>& args, std::size_t nodes) {
     while (!list.empty()) {
       auto comma = list.find(',');
       std::string_view item = list.substr(0, comma);
-      if (auto n = core::parse_uint(item); n && *n >= 1 && *n <= nodes) kept += (kept.empty() ? "" : ",") + std::string(item);
+      if (auto n = core::parse_uint(item); n && *n >= 1 && *n <= nodes)
+        kept += (kept.empty() ? "" : ",") + std::string(item);
+      else
+        dropped.emplace_back(item);
       if (comma == std::string_view::npos) break;
       list.remove_prefix(comma + 1);
     }
     args[i + 1] = kept.empty() ? "1" : kept;
   }
+  return dropped;
+}
+
+// The value of `--name V` or `--name=V` (or a short alias) in args; "" when absent.
+std::string arg_value(const std::vector<std::string>& args, std::initializer_list<std::string_view> names) {
+  std::string v;
+  for (std::size_t i = 0; i < args.size(); ++i)
+    for (auto n : names) {
+      if (args[i] == n && i + 1 < args.size()) v = args[i + 1];
+      else if (args[i].size() > n.size() && args[i].compare(0, n.size(), n) == 0 && args[i][n.size()] == '=')
+        v = args[i].substr(n.size() + 1);
+    }
+  return v;
 }
 
 std::string node_list(const std::vector<std::string>& nodes) {
@@ -76,24 +94,43 @@ Decision decide_one(const StageSpec& s, const Facts& f) {
       break;
     case Kind::active:
       if (f.harness == "slurm") {
-        if (f.idle.empty()) {
-          skip(d, "no node is idle now: active checks run only on idle nodes, as a low-priority job",
+        if (f.idle.empty() && f.trial_nodes.empty()) {
+          skip(d, "no node is idle now, in your reservations or outside them: active checks run only on idle nodes",
                "run again when nodes are idle (or `cmax check --submit --wait --out DIR` later)");
           break;
         }
         cmd({"check", "--submit", "--wait", "--out", f.out, "--output-dir", f.out + "/active", "--wait-timeout-s",
              std::to_string(s.budget_s)});
         if (!f.partition.empty()) d.argv.insert(d.argv.end(), {"--partition", f.partition});
-        d.targets = fmt::format("idle nodes now: {}", node_list(f.idle));
+        for (const auto& r : f.trial_reservations) d.argv.insert(d.argv.end(), {"--reservation", r});
+        if (f.idle.empty()) d.argv.push_back("--no-free-nodes");
+        std::vector<std::string> where;
+        if (!f.trial_nodes.empty())
+          where.push_back(fmt::format("the trial's nodes {} (reservation {})", node_list(f.trial_nodes),
+                                      fmt::join(f.trial_reservations, ", ")));
+        if (!f.idle.empty()) where.push_back(fmt::format("idle spares {}", node_list(f.idle)));
+        d.targets = fmt::format("{}", fmt::join(where, " and "));
       } else if (f.harness == "kubernetes") {
         skip(d, "active checks are submitted through Slurm; on Kubernetes run them in a pod per node",
-             "`cmax check --active --out DIR` inside a pod on each GPU node");
+             "`cmax check --active --path DIR --out DIR` inside a pod on each GPU node");
         break;
       } else {
         cmd({"check", "--active", "--out", f.out});
         d.targets = "this machine";
       }
-      d.reason = "storage, memory, CPU and GPU checks under load";
+      // Storage is tested where a rater would: the run directory's filesystem, which every node
+      // writes its results to (so it is the shared one), unless --storage-path names another.
+      {
+        const std::string path = !f.storage_path.empty() ? f.storage_path : f.out + "/active/storage";
+        if (!arg_value(extra, {"--path"}).empty()) {
+          d.reason = "storage, memory, CPU and GPU checks under load (storage: the plan's --path)";
+        } else {
+          d.argv.insert(d.argv.end(), {"--path", path});
+          d.reason = fmt::format("storage ({}{}), memory, CPU and GPU checks under load", path,
+                                 f.storage_path.empty() ? ": the run directory's filesystem; --storage-path DIR for another"
+                                                        : "");
+        }
+      }
       d.documents = {"check-active.json"};
       break;
     case Kind::nccl: {
@@ -103,27 +140,66 @@ Decision decide_one(const StageSpec& s, const Facts& f) {
              "(scripts/setup-deps)");
         break;
       }
+      if (f.harness == "kubernetes") {
+        skip(d, "an NCCL sweep on Kubernetes runs in pods on the GPU nodes, which cmax run does not start",
+             "run nccl-tests from an MPIJob (MPI Operator) across the GPU nodes, then `cmax nccl analyze LOGS --out DIR`");
+        break;
+      }
+      // Where the ranks run: on Slurm the trial's own nodes (inside its reservation), else the free
+      // idle nodes, through srun; standalone this machine, through mpirun.
+      std::vector<std::string> hosts;
+      std::string where;
+      if (f.harness == "slurm") {
+        if (!f.trial_nccl_nodes.empty()) {
+          hosts = f.trial_nccl_nodes;
+          where = fmt::format("the trial's nodes {} (reservation {})", node_list(hosts), f.trial_reservations.front());
+        } else if (!f.idle.empty()) {
+          hosts = f.idle;
+          where = fmt::format("idle nodes {}", node_list(hosts));
+        } else {
+          skip(d, "no node is idle for the sweep, in a reservation of yours or outside every reservation",
+               "run again when nodes are idle, or ask the provider for a reservation your user may use");
+          break;
+        }
+      }
       cmd({"nccl", "sweep", "--out", f.out});
       if (!f.nccl_tests_dir.empty())
         d.argv.insert(d.argv.end(), {"--tests-dir", f.nccl_tests_dir});
       else
         d.argv.insert(d.argv.end(), {"--collbench", f.collbench});
-      fit_node_counts(extra, std::max<std::size_t>(1, f.nodes.size()));
+      const std::size_t reach = f.harness == "slurm" ? hosts.size() : 1;
+      const auto dropped = fit_node_counts(extra, reach);
+      const std::string counts = arg_value(extra, {"--node-counts"});
+      std::size_t most = 1;
+      for (auto c : core::split_any(counts.empty() ? "1,2" : counts, ","))
+        if (auto n = core::parse_uint(c)) most = std::max<std::size_t>(most, *n);
+      if (f.harness == "slurm") {
+        d.argv.insert(d.argv.end(), {"--launcher", "srun"});
+        if (!f.trial_nccl_nodes.empty()) d.argv.insert(d.argv.end(), {"--reservation", f.trial_reservations.front()});
+        for (std::size_t i = 0; i < std::min(most, hosts.size()); ++i) d.argv.insert(d.argv.end(), {"--host", hosts[i]});
+      } else {
+        d.argv.insert(d.argv.end(), {"--launcher", "mpirun"});
+        where = "this machine";
+      }
+      std::string fabric = "nccl-tests";
       if (f.nccl_tests_dir.empty()) {
         // A CPU fabric says whether the pipeline and the launcher work, not what a GPU fabric does:
         // small sizes and 2 ranks a node unless the plan says otherwise.
-        auto has = [&](std::initializer_list<std::string_view> names) {
-          return std::any_of(extra.begin(), extra.end(), [&](const std::string& a) {
-            for (auto n : names)
-              if (a == n || a.rfind(std::string(n) + "=", 0) == 0) return true;
-            return false;
-          });
-        };
-        if (!has({"-e", "--max-bytes"})) d.argv.insert(d.argv.end(), {"--max-bytes", "64M"});
-        if (!has({"--ranks-per-node"})) d.argv.insert(d.argv.end(), {"--ranks-per-node", "2"});
+        if (arg_value(extra, {"-e", "--max-bytes"}).empty()) d.argv.insert(d.argv.end(), {"--max-bytes", "64M"});
+        if (arg_value(extra, {"--ranks-per-node"}).empty()) d.argv.insert(d.argv.end(), {"--ranks-per-node", "2"});
+        std::vector<std::string> all = d.argv;
+        all.insert(all.end(), extra.begin(), extra.end());
+        fabric = fmt::format("cmax-collbench over MPI (CPU fabric: to {}, {} ranks a node)",
+                             arg_value(all, {"-e", "--max-bytes"}), arg_value(all, {"--ranks-per-node"}));
       }
-      d.targets = !f.nccl_tests_dir.empty() ? "nccl-tests" : "cmax-collbench over MPI (CPU fabric: to 64 MiB, 2 ranks a node)";
+      d.targets = fmt::format("{} on {}, node counts {}", fabric, where, counts.empty() ? "1,2" : counts);
       d.reason = "collectives over message sizes and node counts; the curve judged per run";
+      if (!dropped.empty())
+        d.reason += fmt::format("; node count{} {} dropped: {} {} reachable", dropped.size() == 1 ? "" : "s",
+                                fmt::join(dropped, ", "), reach, reach == 1 ? "node is" : "nodes are");
+      if (most <= 1)
+        d.reason += f.harness == "slurm" ? "; one node only: this measures within a node, not the fabric between nodes"
+                                         : "; this machine only: within one node, not the fabric between nodes";
       d.documents = {"nccl.json"};
       break;
     }
@@ -165,6 +241,7 @@ Decision decide_one(const StageSpec& s, const Facts& f) {
       cmd({"endpoint", "bench"});
       if (!f.endpoint_trace.empty()) d.argv.push_back(f.endpoint_trace);
       d.argv.insert(d.argv.end(), {"--base-url", f.endpoint, "--out", f.out});
+      if (!f.prices.empty()) d.argv.insert(d.argv.end(), {"--prices", f.prices});
       d.targets = f.endpoint;
       d.reason = "latency, throughput, prefix-cache hit rate and the bill";
       d.documents = {"bench.json"};
@@ -202,49 +279,81 @@ Decision decide_one(const StageSpec& s, const Facts& f) {
 std::vector<Decision> decide(const Plan& plan, const Facts& facts) {
   std::vector<Decision> out;
   out.reserve(plan.stages.size());
-  for (const auto& s : plan.stages) out.push_back(decide_one(s, facts));
+  for (const auto& s : plan.stages) {
+    out.push_back(decide_one(s, facts));
+    out.back().plan_budget_s = s.budget_s;
+    out.back().min_s = s.min_s;
+  }
   // The isolation stage owns the host's isolation checks: the audit does not run them twice.
   const bool isolation = std::any_of(out.begin(), out.end(), [](const Decision& d) { return d.run && d.kind == Kind::isolation; });
   for (auto& d : out)
     if (isolation && d.run && d.kind == Kind::audit && facts.harness == "standalone") d.argv.push_back("--no-isolation");
-  if (!facts.budget_s) return out;
-  // Fit into --budget: every stage first gets its min_s, the rest of the budget is shared in
-  // proportion to what each would take beyond that; while even the minimums do not fit, the last
-  // stage of the plan is skipped (earlier stages are the basics the later ones build on).
-  const long long budget = *facts.budget_s;
-  for (;;) {
-    long long mins = 0, extra = 0;
-    std::optional<std::size_t> last;
-    for (std::size_t i = 0; i < out.size(); ++i) {
-      if (!out[i].run || out[i].in_process) continue;
-      mins += plan.stages[i].min_s;
-      extra += plan.stages[i].budget_s - plan.stages[i].min_s;
-      last = i;
+  fit_budget(out, facts.budget_s);
+  return out;
+}
+
+int minimum_budget_s(const std::vector<Decision>& decisions, const std::vector<bool>* finished) {
+  int s = 0;
+  for (std::size_t i = 0; i < decisions.size(); ++i) {
+    const auto& d = decisions[i];
+    if ((d.run || d.over_budget) && !d.in_process && !(finished && (*finished)[i])) s += d.min_s;
+  }
+  return s;
+}
+
+void fit_budget(std::vector<Decision>& out, std::optional<int> budget_s, const std::vector<bool>* finished) {
+  auto done = [&](std::size_t i) { return finished && (*finished)[i]; };
+  // Every stage that can run takes part again (a --resume with a larger budget brings back the
+  // stages an earlier, smaller one left out).
+  for (std::size_t i = 0; i < out.size(); ++i)
+    if (auto& d = out[i]; d.over_budget && !done(i)) {
+      d.run = true;
+      d.over_budget = false;
+      d.reason = d.run_reason;
+      d.todo.clear();
     }
-    if (!last) break;
-    if (mins > budget) {
-      auto& d = out[*last];
-      skip(d,
-           fmt::format("does not fit --budget {} s: the stages before it need their minimum time (min_s) first",
-                       budget),
-           "raise --budget, or lower the stages' min_s in your plan (--plan FILE)");
-      d.argv.clear();
-      d.cleanup_argv.clear();
-      continue;
+  if (!budget_s) {
+    for (std::size_t i = 0; i < out.size(); ++i)
+      if (out[i].run && !out[i].in_process && !done(i)) out[i].budget_s = out[i].plan_budget_s;
+  } else {
+    const long long budget = *budget_s;
+    const int needed = minimum_budget_s(out, finished);
+    for (;;) {
+      long long mins = 0, extra = 0;
+      std::optional<std::size_t> last;
+      for (std::size_t i = 0; i < out.size(); ++i) {
+        if (!out[i].run || out[i].in_process || done(i)) continue;
+        mins += out[i].min_s;
+        extra += out[i].plan_budget_s - out[i].min_s;
+        last = i;
+      }
+      if (!last) break;
+      if (mins > budget) {
+        // The last stage of the plan goes first: earlier stages are the basics later ones build on.
+        auto& d = out[*last];
+        d.run = false;
+        d.over_budget = true;
+        d.run_reason = d.reason;
+        d.reason = fmt::format("does not fit --budget {} s: the stages that can run here need {} s at least (their "
+                               "min_s), this one {} s of it",
+                               budget, mins, d.min_s);
+        d.todo = fmt::format("--budget {} s or more runs every stage (about {} min)", needed, (needed + 59) / 60);
+        continue;
+      }
+      const double share =
+          extra > 0 ? std::min(1.0, static_cast<double>(budget - mins) / static_cast<double>(extra)) : 0;
+      for (std::size_t i = 0; i < out.size(); ++i) {
+        auto& d = out[i];
+        if (!d.run || d.in_process || done(i)) continue;
+        d.budget_s = d.min_s + static_cast<int>((d.plan_budget_s - d.min_s) * share);
+      }
+      break;
     }
-    const double share = extra > 0 ? std::min(1.0, static_cast<double>(budget - mins) / static_cast<double>(extra)) : 0;
-    for (std::size_t i = 0; i < out.size(); ++i) {
-      if (!out[i].run || out[i].in_process) continue;
-      out[i].budget_s =
-          plan.stages[i].min_s + static_cast<int>((plan.stages[i].budget_s - plan.stages[i].min_s) * share);
-    }
-    break;
   }
   for (auto& d : out)
     if (d.run && d.kind == Kind::active)
       for (std::size_t i = 0; i + 1 < d.argv.size(); ++i)
         if (d.argv[i] == "--wait-timeout-s") d.argv[i + 1] = std::to_string(d.budget_s);
-  return out;
 }
 
 int planned_seconds(const std::vector<Decision>& decisions) {

@@ -11,6 +11,24 @@
 
 namespace cmax::campaign {
 
+bool says_nothing(std::string_view line) {
+  // The pointers to documents a command prints last: true of its run, not of why it ended.
+  for (std::string_view p : {"report: ", "report.html", "Run directory: ", "run directory: "})
+    if (line.rfind(p, 0) == 0 || (p == "report.html" && line.find(p) != std::string_view::npos)) return true;
+  return false;
+}
+
+std::string exit_label(int exit_code) {
+  switch (exit_code) {
+    case 0: return "clean";
+    case 1:
+    case 2: return "findings";
+    case 3: return "usage or environment";
+    case 130: return "interrupted";
+    default: return exit_code < 0 ? "no exit code" : "failed";
+  }
+}
+
 StageRun execute_stage(const Decision& d, const ExecuteOptions& o) {
   StageRun r;
   const auto t0 = std::chrono::steady_clock::now();
@@ -30,21 +48,33 @@ StageRun execute_stage(const Decision& d, const ExecuteOptions& o) {
     log << r.error << "\n";
     return r;
   }
-  std::string partial;
-  auto sink = [&](std::string_view chunk) {
-    log.write(chunk.data(), static_cast<std::streamsize>(chunk.size()));
-    partial.append(chunk);
-    // The last complete, non-empty line (progress lines end in '\r' on a TTY; not here: a pipe).
-    std::size_t end = partial.find_last_of('\n');
-    if (end == std::string::npos) {
+  // The stage's last words: its last stderr line (where cmax commands say what went wrong), else
+  // its last stdout line; never the "report: PATH" line a command ends with, which says nothing
+  // about why it ended.
+  struct Tail {
+    std::string partial, last;
+    void take(std::string_view chunk) {
+      partial.append(chunk);
+      std::size_t nl;
+      while ((nl = partial.find('\n')) != std::string::npos) {
+        std::string line = partial.substr(0, nl);
+        partial.erase(0, nl + 1);
+        while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
+        if (!line.empty() && !says_nothing(line)) last = std::move(line);
+      }
       if (partial.size() > 4096) partial.erase(0, partial.size() - 4096);
-      return;
     }
-    std::size_t start = partial.find_last_of('\n', end == 0 ? 0 : end - 1);
-    start = start == std::string::npos || start >= end ? 0 : start + 1;
-    std::string line = partial.substr(start, end - start);
-    if (!line.empty()) r.last_line = line;
-    partial.erase(0, end + 1);
+  } out_tail, err_tail;
+  auto write_log = [&](std::string_view chunk) { log.write(chunk.data(), static_cast<std::streamsize>(chunk.size())); };
+  auto on_out = [&](std::string_view chunk) {
+    write_log(chunk);
+    out_tail.take(chunk);
+    r.last_line = err_tail.last.empty() ? out_tail.last : err_tail.last;
+  };
+  auto on_err = [&](std::string_view chunk) {
+    write_log(chunk);
+    err_tail.take(chunk);
+    r.last_line = err_tail.last.empty() ? out_tail.last : err_tail.last;
   };
   const auto deadline = t0 + std::chrono::seconds(d.budget_s);
   std::optional<std::chrono::steady_clock::time_point> killing_at;
@@ -52,7 +82,7 @@ StageRun execute_stage(const Decision& d, const ExecuteOptions& o) {
   auto last_tick = t0;
   std::optional<int> status;
   for (;;) {
-    const bool open = child->pump(std::chrono::milliseconds(200), sink, sink);
+    const bool open = child->pump(std::chrono::milliseconds(200), on_out, on_err);
     const auto now = std::chrono::steady_clock::now();
     if (!killing_at) {
       if (o.stop && o.stop->load()) stopped = true;
@@ -90,7 +120,7 @@ StageRun execute_stage(const Decision& d, const ExecuteOptions& o) {
   } else {
     r.status = Status::failed;
     r.error = WIFSIGNALED(st) ? fmt::format("killed by signal {}{}", WTERMSIG(st), tail)
-                              : fmt::format("exit {}{}", r.exit_code, tail);
+                              : fmt::format("exit {} ({}){}", r.exit_code, exit_label(r.exit_code), tail);
   }
   log << fmt::format("# {} after {:.1f} s, exit {}\n", to_string(r.status), r.seconds, r.exit_code);
   if (!d.cleanup_argv.empty()) {

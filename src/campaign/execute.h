@@ -28,6 +28,14 @@ struct ExecuteOptions {
   std::function<void(double seconds, const std::string& last_line)> on_tick;
 };
 
+/// What a stage command's exit code means (docs/run.md, docs/exit-codes.md): 0 "clean", 1-2
+/// "findings", 3 "usage or environment", 130 "interrupted", else "failed".
+std::string exit_label(int exit_code);
+
+/// True for a line that only points at a document ("report: PATH", "Run directory: ..."), never
+/// a stage's last word on why it ended.
+bool says_nothing(std::string_view line);
+
 /// Exit codes 0-2 are a stage that ran to the end (0 clean, 1-2 findings); anything else, a
 /// signal, or a start that fails is `failed`. Never throws; never blocks past budget + grace.
 StageRun execute_stage(const Decision& d, const ExecuteOptions& o);

@@ -27,7 +27,9 @@ json facts_json(const Facts& f) {
          {"events", f.events},         {"drill_node", f.drill_node},     {"reservation", f.reservation},
          {"partition", f.partition},   {"allow_disruptive", f.allow_disruptive},
          {"audit_args", f.audit_args},  {"isolation_scopes", f.isolation_scopes},
-         {"isolation_metadata", f.isolation_metadata}};
+         {"isolation_metadata", f.isolation_metadata}, {"trial_nodes", f.trial_nodes},
+         {"trial_reservations", f.trial_reservations}, {"trial_nccl_nodes", f.trial_nccl_nodes},
+         {"storage_path", f.storage_path}, {"prices", f.prices}};
   j["budget_s"] = f.budget_s ? json(*f.budget_s) : json(nullptr);
   return j;
 }
@@ -54,6 +56,11 @@ Facts facts_from(const nlohmann::json& j) {
   f.audit_args = j.value("audit_args", std::vector<std::string>{});
   f.isolation_scopes = j.value("isolation_scopes", std::vector<std::string>{});
   f.isolation_metadata = j.value("isolation_metadata", false);
+  f.trial_nodes = j.value("trial_nodes", std::vector<std::string>{});
+  f.trial_reservations = j.value("trial_reservations", std::vector<std::string>{});
+  f.trial_nccl_nodes = j.value("trial_nccl_nodes", std::vector<std::string>{});
+  f.storage_path = j.value("storage_path", "");
+  f.prices = j.value("prices", "");
   if (j.contains("budget_s") && j["budget_s"].is_number_integer()) f.budget_s = j["budget_s"].get<int>();
   return f;
 }
@@ -84,6 +91,10 @@ std::string campaign_to_json(const Campaign& c) {
             {"disruptive", d.disruptive},
             {"in_process", d.in_process},
             {"budget_s", d.budget_s},
+            {"plan_budget_s", d.plan_budget_s},
+            {"min_s", d.min_s},
+            {"over_budget", d.over_budget},
+            {"run_reason", d.run_reason},
             {"targets", d.targets},
             {"reason", d.reason},
             {"todo", d.todo},
@@ -92,6 +103,9 @@ std::string campaign_to_json(const Campaign& c) {
             {"documents", d.documents},
             {"exit_code", s.exit_code},
             {"seconds", s.seconds},
+            {"interrupted_s", s.interrupted_s},
+            {"attempts", s.attempts},
+            {"last_line", s.last_line},
             {"started_at", s.started_at},
             {"log", s.log},
             {"error", s.error}};
@@ -130,6 +144,10 @@ Result<Campaign> campaign_from_json(std::string_view text, std::string_view orig
       d.disruptive = s.value("disruptive", false);
       d.in_process = s.value("in_process", false);
       d.budget_s = s.value("budget_s", 0);
+      d.plan_budget_s = s.value("plan_budget_s", d.budget_s);
+      d.min_s = s.value("min_s", std::min(1, d.budget_s));
+      d.over_budget = s.value("over_budget", false);
+      d.run_reason = s.value("run_reason", "");
       d.targets = s.value("targets", "");
       d.reason = s.value("reason", "");
       d.todo = s.value("todo", "");
@@ -138,6 +156,9 @@ Result<Campaign> campaign_from_json(std::string_view text, std::string_view orig
       d.documents = s.value("documents", std::vector<std::string>{});
       st.exit_code = s.value("exit_code", -1);
       st.seconds = s.value("seconds", 0.0);
+      st.interrupted_s = s.value("interrupted_s", 0.0);
+      st.attempts = s.value("attempts", 0);
+      st.last_line = s.value("last_line", "");
       st.started_at = s.value("started_at", "");
       st.log = s.value("log", "");
       st.error = s.value("error", "");

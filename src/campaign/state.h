@@ -20,7 +20,10 @@ struct StageState {
   Decision decision;
   Status status = Status::pending;
   int exit_code = -1;        ///< the child's exit code (done/failed); -1 when none
-  double seconds = 0;
+  double seconds = 0;        ///< the last attempt's
+  double interrupted_s = 0;  ///< time spent in earlier attempts that were interrupted (--resume)
+  int attempts = 0;          ///< how many times it was started
+  std::string last_line;     ///< the last line the stage printed
   std::string started_at;    ///< UTC, ISO 8601; "" when not started
   std::string log;           ///< relative to the run directory: "logs/nccl.log"
   std::string error;         ///< failed/timed_out/interrupted: why, with the log's last line

@@ -18,6 +18,7 @@
 
 #include "core/json_fields.h"
 #include "core/process.h"
+#include "core/strings.h"
 #include "core/text_file.h"
 #include "sched/slurm_reservation.h"
 
@@ -115,6 +116,39 @@ std::vector<std::string> parse_idle_nodes(std::string_view sinfo_out) {
 
 std::vector<std::string> parse_job_ids(std::string_view squeue_out) { return lines(squeue_out); }
 
+std::string describe_not_idle(std::string_view sinfo_out, std::size_t max) {
+  std::vector<std::string> busy;
+  std::set<std::string> seen;
+  for (const auto& line : lines(sinfo_out)) {
+    auto space = line.find_first_of(" \t");
+    if (space == std::string::npos) continue;
+    std::string name = line.substr(0, space);
+    std::string state(core::trim(std::string_view(line).substr(space)));
+    if (state == "idle" || state.empty() || !seen.insert(name).second) continue;
+    busy.push_back(name + " " + state);
+  }
+  if (busy.empty()) return "";
+  std::string out;
+  for (std::size_t i = 0; i < busy.size() && i < max; ++i) out += (i ? ", " : "") + busy[i];
+  if (busy.size() > max) out += fmt::format(" and {} more", busy.size() - max);
+  return out;
+}
+
+std::string describe_completing(std::string_view squeue_out) {
+  std::vector<std::string> jobs;
+  for (const auto& line : lines(squeue_out)) {
+    auto a = line.find('|');
+    auto b = a == std::string::npos ? std::string::npos : line.find('|', a + 1);
+    if (b == std::string::npos) continue;
+    jobs.push_back(fmt::format("job {} ({}) on {}", line.substr(0, a), line.substr(a + 1, b - a - 1), line.substr(b + 1)));
+  }
+  if (jobs.empty()) return "";
+  return fmt::format("still COMPLETING: {}; Slurm holds a job's nodes until every one of its nodes' slurmd answers, so "
+                     "a node whose slurmd is down keeps the healthy ones busy too (`scontrol show node`; "
+                     "`scontrol update nodename=NODE state=down reason=...` on the dead node releases them)",
+                     join(jobs, ", "));
+}
+
 std::vector<std::string> sinfo_argv(std::string_view partition) {
   std::vector<std::string> argv = {"sinfo", "-h", "-N", "-o", "%N %T"};
   if (!partition.empty()) argv.push_back("--partition=" + std::string(partition));
@@ -142,7 +176,8 @@ Result<SubmitPlan> build_submit(const SubmitOptions& o, std::span<const std::str
     return fail("build the check job: the script path \"{}\" must be absolute", script_path);
   if (o.time_limit.count() <= 0) return fail("build the check job: --time must be positive");
   using Named = std::pair<const char*, const std::string*>;
-  for (const auto& [flag, value] : {Named{"--partition", &o.partition}, Named{"--qos", &o.qos}})
+  for (const auto& [flag, value] :
+       {Named{"--partition", &o.partition}, Named{"--qos", &o.qos}, Named{"--reservation", &o.reservation}})
     if (value->find_first_of(" \t\n") != std::string::npos)
       return fail("build the check job: {} \"{}\" has blanks", flag, *value);
 
@@ -165,6 +200,7 @@ Result<SubmitPlan> build_submit(const SubmitOptions& o, std::span<const std::str
                    "--exclusive",
                    "--no-requeue"};
   if (!o.qos.empty()) p.sbatch_argv.push_back("--qos=" + o.qos);
+  if (!o.reservation.empty()) p.sbatch_argv.push_back("--reservation=" + o.reservation);
   if (!o.partition.empty()) p.sbatch_argv.push_back("--partition=" + o.partition);
   // The batch step's own log: not %N, which is the first node's name and would be that node's
   // result file.
@@ -201,16 +237,32 @@ Result<SubmitOutcome> submit_active(const SubmitOptions& o) {
   auto idle = run_slurm(o, sinfo_argv(o.partition));
   if (!idle) return Unexpected<Error>{idle.error()};
   out.nodes = parse_idle_nodes(*idle);
-  // sinfo calls a node of an active reservation idle; a job outside the reservation waits for it
-  // for ever (ReqNodeNotAvail). Those nodes are not free for a low-priority job: left out.
-  if (auto res = run_slurm(o, {"scontrol", "-o", "show", "reservation"})) {
+  if (!o.reservation.empty()) {
+    // Inside a reservation: its idle nodes, and only while it is active (a job in an inactive one
+    // waits for its start).
+    auto res = run_slurm(o, {"scontrol", "-o", "show", "reservation", o.reservation});
+    if (!res) return Unexpected<Error>{res.error()};
+    auto r = sched::parse_scontrol_reservation(*res);
+    if (!r) return fail("read reservation {}: {}; `scontrol show reservation` lists the names", o.reservation, r.error().message);
+    if (r->state != "ACTIVE")
+      return fail("reservation {} is {}: a job inside it would wait for its start; name an active one", o.reservation,
+                  r->state.empty() ? "not active" : r->state);
+    std::erase_if(out.nodes, [&](const std::string& n) { return !r->contains(n); });
+  } else if (auto res = run_slurm(o, {"scontrol", "-o", "show", "reservation"})) {
+    // sinfo calls a node of an active reservation idle; a job outside the reservation waits for it
+    // for ever (ReqNodeNotAvail). Those nodes are not free for a low-priority job: left out.
     if (auto list = sched::parse_scontrol_reservations(*res)) out.held_by_reservations = sched::drop_reserved_nodes(out.nodes, *list);
   }
   if (o.max_nodes > 0 && out.nodes.size() > o.max_nodes) out.nodes.resize(o.max_nodes);
   if (out.nodes.empty()) {
-    out.note = o.partition.empty() ? "no idle node: nothing submitted"
-                                   : fmt::format("no idle node in partition {}: nothing submitted", o.partition);
+    out.note = !o.reservation.empty() ? fmt::format("no idle node in reservation {}: nothing submitted there", o.reservation)
+               : o.partition.empty()  ? "no idle node: nothing submitted"
+                                      : fmt::format("no idle node in partition {}: nothing submitted", o.partition);
     if (out.held_by_reservations > 0) out.note += " (idle nodes in active reservations are left out)";
+    // Why none is idle: each busy node's state, and a job stuck completing that holds nodes.
+    if (auto busy = describe_not_idle(*idle); !busy.empty()) out.note += "; not idle: " + busy;
+    if (auto cg = run_slurm(o, {"squeue", "-h", "-t", "COMPLETING", "-o", "%i|%j|%N"}))
+      if (auto why = describe_completing(*cg); !why.empty()) out.note += "; " + why;
     return out;
   }
   if (!o.force) {
@@ -262,51 +314,67 @@ namespace cmax::health {
 
 MergedResults merge_active_results(std::string_view job_id, const std::vector<std::string>& nodes,
                                    const std::vector<NodeResultFile>& files, std::string_view job_end) {
+  auto merged = merge_active_jobs({{std::string(job_id), "", nodes, files, std::string(job_end)}});
+  auto doc = nlohmann::ordered_json::parse(merged.document);
+  doc.erase("jobs");
+  return {doc.dump(2) + "\n", merged.healthy};
+}
+
+MergedResults merge_active_jobs(const std::vector<JobResults>& jobs) {
   using ojson = nlohmann::ordered_json;
-  ojson doc{{"schema", "cmax.check.active/1"}, {"job", std::string(job_id)}, {"job_end", std::string(job_end)}};
-  ojson node_list = ojson::array(), results = ojson::array();
-  std::set<std::string> reported;
-  bool healthy = true;
-  std::map<std::string, std::size_t> counts;
-  for (const auto& f : files) {
-    auto j = ojson::parse(f.text, nullptr, false);
-    if (!f.error.empty() || j.is_discarded() || !j.is_object() ||
-        core::string_field(j, "schema").rfind("cmax.check.active/", 0) != 0 || !j.contains("results") ||
-        !j["results"].is_array()) {
-      node_list.push_back({{"file", f.file},
-                           {"error", f.error.empty() ? "not a cmax.check.active/1 document (see the .err beside it)"
-                                                     : f.error}});
-      continue;
-    }
-    const std::string node = core::string_field(j, "node");
-    reported.insert(node);
-    const auto h = j.find("healthy");  // a node's file is input: "healthy": "yes" is not healthy
-    const bool node_healthy = h != j.end() && h->is_boolean() && h->get<bool>();
-    healthy = healthy && node_healthy;
-    node_list.push_back({{"node", node}, {"healthy", node_healthy}, {"file", f.file},
-                         {"counts", j.value("counts", ojson::object())}});
-    for (auto r : j["results"]) {
-      if (!r.is_object()) continue;
-      const std::string target = core::string_field(r, "target");
-      r["target"] = target.empty() ? node : node + ":" + target;
-      ++counts[core::string_field(r, "outcome", "unverified")];
-      results.push_back(r);
-    }
+  std::string ids, ends;
+  ojson job_list = ojson::array();
+  for (const auto& j : jobs) {
+    ids += (ids.empty() ? "" : ",") + j.job_id;
+    ends += (ends.empty() ? "" : ",") + j.job_end;
+    job_list.push_back({{"job", j.job_id}, {"reservation", j.reservation}, {"nodes", j.nodes}, {"job_end", j.job_end}});
   }
-  for (const auto& n : nodes) {
-    if (reported.count(n)) continue;
-    healthy = false;
-    ++counts["unverified"];
-    results.push_back({{"id", "report"},
-                       {"group", "job"},
-                       {"target", n},
-                       {"category", "reliability"},
-                       {"outcome", "unverified"},
-                       {"title", "the node's active checks reported"},
-                       {"summary", "no result"},
-                       {"reason", fmt::format("job {} ended ({}) with no readable result from {}: see "
-                                              "cmax-check-{}-{}-*.err and the batch log",
-                                              job_id, job_end, n, n, job_id)}});
+  ojson doc{{"schema", "cmax.check.active/1"}, {"job", ids}, {"job_end", ends}};
+  ojson node_list = ojson::array(), results = ojson::array();
+  bool healthy = !jobs.empty();
+  std::map<std::string, std::size_t> counts;
+  for (const auto& job : jobs) {
+    std::set<std::string> reported;
+    for (const auto& f : job.files) {
+      auto j = ojson::parse(f.text, nullptr, false);
+      if (!f.error.empty() || j.is_discarded() || !j.is_object() ||
+          core::string_field(j, "schema").rfind("cmax.check.active/", 0) != 0 || !j.contains("results") ||
+          !j["results"].is_array()) {
+        node_list.push_back({{"file", f.file},
+                             {"error", f.error.empty() ? "not a cmax.check.active/1 document (see the .err beside it)"
+                                                       : f.error}});
+        continue;
+      }
+      const std::string node = core::string_field(j, "node");
+      reported.insert(node);
+      const auto h = j.find("healthy");  // a node's file is input: "healthy": "yes" is not healthy
+      const bool node_healthy = h != j.end() && h->is_boolean() && h->get<bool>();
+      healthy = healthy && node_healthy;
+      node_list.push_back({{"node", node}, {"healthy", node_healthy}, {"file", f.file},
+                           {"counts", j.value("counts", ojson::object())}});
+      for (auto r : j["results"]) {
+        if (!r.is_object()) continue;
+        const std::string target = core::string_field(r, "target");
+        r["target"] = target.empty() ? node : node + ":" + target;
+        ++counts[core::string_field(r, "outcome", "unverified")];
+        results.push_back(r);
+      }
+    }
+    for (const auto& n : job.nodes) {
+      if (reported.count(n)) continue;
+      healthy = false;
+      ++counts["unverified"];
+      results.push_back({{"id", "report"},
+                         {"group", "job"},
+                         {"target", n},
+                         {"category", "reliability"},
+                         {"outcome", "unverified"},
+                         {"title", "the node's active checks reported"},
+                         {"summary", "no result"},
+                         {"reason", fmt::format("job {} ended ({}) with no readable result from {}: see "
+                                                "cmax-check-{}-{}-*.err and the batch log",
+                                                job.job_id, job.job_end, n, n, job.job_id)}});
+    }
   }
   doc["healthy"] = healthy;
   doc["nodes"] = std::move(node_list);
@@ -314,6 +382,7 @@ MergedResults merge_active_results(std::string_view job_id, const std::vector<st
   for (const auto& [k, v] : counts) c[k] = v;
   doc["counts"] = std::move(c);
   doc["results"] = std::move(results);
+  doc["jobs"] = std::move(job_list);
   return {doc.dump(2) + "\n", healthy};
 }
 

@@ -23,6 +23,9 @@ struct SubmitOptions {
   std::vector<std::string> check_args;  ///< after `cmax check --active --json`: --checks, --path ...
   std::string output_dir;               ///< absolute; created if missing; script and outputs go here
   std::string partition;                ///< empty: every partition (sinfo) and the default (sbatch)
+  /// Run inside this ACTIVE reservation, on its idle nodes (a trial's nodes are held in one); empty:
+  /// the idle nodes outside every active reservation (the free ones, such as hot spares).
+  std::string reservation;
   std::string qos;                      ///< a preemptible QOS of the site's; empty: none given
   std::string slurm_conf;               ///< SLURM_CONF for sinfo, squeue, sbatch; empty: Slurm's own
   std::size_t max_nodes = 0;            ///< 0: every idle node
@@ -47,6 +50,14 @@ std::string shell_quote(std::string_view word);
 /// Node names from `sinfo -h -N -o '%N %T'`: those whose state is exactly "idle" (not drained,
 /// not powered down, not unreachable), each once, in sinfo's order. Pure.
 std::vector<std::string> parse_idle_nodes(std::string_view sinfo_out);
+
+/// The nodes that are not idle in `sinfo -h -N -o '%N %T'`, with their state ("n1 completing,
+/// spare2 down*"), at most `max` named and "and N more". "" when every node is idle. Pure.
+std::string describe_not_idle(std::string_view sinfo_out, std::size_t max = 8);
+
+/// From `squeue -h -t COMPLETING -o '%i|%j|%N'`: each job still completing and its nodes, with
+/// why that holds nodes ("job 7 (cmax-collect) still completing on n[1-2]: ..."); "" when none. Pure.
+std::string describe_completing(std::string_view squeue_out);
 
 /// Job ids, one a line, from `squeue -h -o %i`. Pure.
 std::vector<std::string> parse_job_ids(std::string_view squeue_out);
@@ -95,6 +106,19 @@ struct MergedResults {
 MergedResults merge_active_results(std::string_view job_id, const std::vector<std::string>& nodes,
                                    const std::vector<NodeResultFile>& files, std::string_view job_end);
 
+/// One submitted job's part of a merge: a job inside a reservation and one on the free nodes.
+struct JobResults {
+  std::string job_id;
+  std::string reservation;  ///< "" for the free nodes
+  std::vector<std::string> nodes;
+  std::vector<NodeResultFile> files;
+  std::string job_end;
+};
+/// Several jobs' results as one check-active.json: `job` lists their ids ("12,13"), `jobs` each
+/// job with its reservation, nodes and end; nodes and results as merge_active_results gives them.
+/// One job gives the same document as merge_active_results plus `jobs`. Pure.
+MergedResults merge_active_jobs(const std::vector<JobResults>& jobs);
+
 /// Waits until `job_id` has left the queue (squeue lists it no more), polling every `poll`, up to
 /// `timeout` or until `*stop` is set (Ctrl-C); then cancels it (scancel, bounded) and says so.
 /// Returns the job's last state seen ("COMPLETED" when squeue lost it, or the state it was
@@ -110,7 +134,7 @@ Result<std::vector<std::string>> queued_check_jobs(const SubmitOptions& o);
 /// Reads back the per-node result files of `job_id` in `output_dir` (cmax-check-*-JOB-*.out).
 std::vector<NodeResultFile> read_node_results(const std::string& output_dir, std::string_view job_id);
 
-/// Lists idle nodes (leaving out those of active reservations), refuses when a cmax-check job of this user is pending or running (unless
+/// Lists idle nodes (those of `reservation`, else leaving out those of active reservations), refuses when a cmax-check job of this user is pending or running (unless
 /// force), then writes the script and runs sbatch (unless dry_run). Errors: a Slurm command that
 /// fails or times out, an output directory that cannot be written.
 Result<SubmitOutcome> submit_active(const SubmitOptions& o);

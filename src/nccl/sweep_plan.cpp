@@ -34,6 +34,12 @@ std::vector<std::string> launch(const SweepOptions& o, int nodes, const std::vec
   const int ranks = nodes * o.ranks_per_node;
   if (o.launcher == Launcher::kSrun) {
     a = {o.srun, "-N", std::to_string(nodes), "--ntasks-per-node", std::to_string(o.ranks_per_node), "--mpi=pmix"};
+    if (!o.hosts.empty()) {
+      std::string w;
+      for (int i = 0; i < nodes; ++i) w += fmt::format("{}{}", i ? "," : "", o.hosts[static_cast<std::size_t>(i)]);
+      a.insert(a.end(), {"-w", w});
+    }
+    if (!o.reservation.empty()) a.push_back("--reservation=" + o.reservation);
   } else {
     a = {o.mpirun, "-np", std::to_string(ranks)};
     std::string hosts;
@@ -98,7 +104,7 @@ std::vector<SweepStep> plan_sweep(const SweepOptions& o) {
   std::vector<SweepStep> steps;
   for (int nodes : o.node_counts) {
     if (nodes < 1) continue;
-    if (o.launcher == Launcher::kMpirun && !o.hosts.empty() && nodes > static_cast<int>(o.hosts.size())) continue;
+    if (!o.hosts.empty() && nodes > static_cast<int>(o.hosts.size())) continue;
     for (const auto& test : o.tests) {
       std::vector<std::string> variants{"golden"};
       if (test == "all_reduce" && o.network_variant && nodes > 1) variants.emplace_back("network");

@@ -31,8 +31,11 @@ struct SweepOptions {
   std::string collbench;
   std::string min_bytes = "8", max_bytes = "8G", step_factor = "2";
   int iters = 20, warmup = 5;
-  /// mpirun: the hosts to place ranks on, one node each (the first n for n nodes); empty: this host.
+  /// The nodes to place ranks on, one each, the first n for n nodes: mpirun's --host, srun's -w.
+  /// Empty: mpirun on this host; srun wherever Slurm places the step.
   std::vector<std::string> hosts;
+  /// srun: the reservation the steps run inside (--reservation), as a trial's nodes are held in one.
+  std::string reservation;
   std::vector<std::string> launcher_args;  ///< extra, before the program (--partition x; --mca btl ...)
   bool network_variant = true;
   bool ring_variant = true;
@@ -68,7 +71,7 @@ struct HostMemoryPlan {
 HostMemoryPlan plan_host_memory(const SweepOptions& options, std::uint64_t max_bytes, std::uint64_t available_bytes);
 
 /// The steps in run order: by node count, then collective, then variant. Node counts above the
-/// number of `hosts` (mpirun with hosts given) are skipped.
+/// number of `hosts` (when hosts are given) are skipped.
 std::vector<SweepStep> plan_sweep(const SweepOptions& options);
 
 }  // namespace cmax::nccl

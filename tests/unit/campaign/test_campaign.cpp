@@ -11,9 +11,12 @@
 #include <fstream>
 #include <thread>
 
+#include <fmt/format.h>
+
 #include "campaign/decide.h"
 #include "campaign/execute.h"
 #include "campaign/plan.h"
+#include "campaign/run_lock.h"
 #include "campaign/state.h"
 
 namespace cmax::campaign {
@@ -35,6 +38,9 @@ Facts slurm_facts() {
   f.harness_why = "test";
   f.nodes = {"n1", "n2", "n3", "n4", "spare1", "spare2"};
   f.idle = {"spare1", "spare2"};
+  f.trial_nodes = {"n1", "n2", "n3", "n4"};
+  f.trial_reservations = {"train"};
+  f.trial_nccl_nodes = f.trial_nodes;
   f.cmax = "/opt/cmax/bin/cmax";
   f.out = "/runs/r1";
   f.collbench = "/opt/cmax/bin/cmax-collbench";
@@ -148,11 +154,21 @@ TEST(CampaignDecide, SlurmStagesUseTheIdleNodesAndTheNodeCountsTheClusterHas) {
   EXPECT_TRUE(has_arg(*nccl, "1,2,4"));
   EXPECT_TRUE(has_arg(*nccl, "/opt/cmax/bin/cmax-collbench"));
   f.nodes = {"n1", "n2", "n3"};
-  f.idle.clear();
+  f.trial_nodes = f.trial_nccl_nodes = {"n1", "n2", "n3"};
   d = decide(*plan, f);
   EXPECT_TRUE(has_arg(*find(d, "nccl"), "1,2")) << "no 4-node step on 3 nodes";
+  EXPECT_NE(find(d, "nccl")->reason.find("node count 4 dropped: 3 nodes are reachable"), std::string::npos)
+      << find(d, "nccl")->reason;
+  f.idle.clear();
+  f.trial_nodes.clear();
+  f.trial_nccl_nodes.clear();
+  f.trial_reservations.clear();
+  d = decide(*plan, f);
   EXPECT_FALSE(find(d, "active")->run);
   EXPECT_NE(find(d, "active")->reason.find("no node is idle"), std::string::npos);
+  EXPECT_FALSE(find(d, "nccl")->run) << "an srun sweep on busy nodes would only wait";
+  f.nodes = {"n1", "n2", "n3", "n4", "spare1", "spare2"};
+  f.idle = {"spare1", "spare2"};
   // With an endpoint, a contract and events: those stages run.
   f.endpoint = "http://127.0.0.1:8000/v1";
   f.contract = "/c.json";
@@ -200,6 +216,126 @@ TEST(CampaignDecide, TheBudgetShrinksStagesTogetherAndSkipsWhatNoLongerFits) {
   if (active->run) {
     EXPECT_TRUE(has_arg(*active, std::to_string(active->budget_s))) << "--wait-timeout-s follows the fitted budget";
   }
+}
+
+TEST(CampaignDecide, NcclAndActiveChecksRunOnTheTrialsOwnNodes) {
+  auto plan = load_plan("standard");
+  ASSERT_TRUE(plan);
+  Facts f = slurm_facts();
+  auto d = decide(*plan, f);
+  const Decision* nccl = find(d, "nccl");
+  ASSERT_TRUE(nccl->run);
+  std::string words;
+  for (const auto& a : nccl->argv) words += " " + a;
+  EXPECT_NE(words.find(" --launcher srun --reservation train --host n1 --host n2 --host n3 --host n4"), std::string::npos)
+      << words;
+  EXPECT_EQ(words.find("localhost"), std::string::npos);
+  EXPECT_NE(nccl->targets.find("the trial's nodes n1,n2,n3,n4 (reservation train), node counts 1,2,4"), std::string::npos)
+      << nccl->targets;
+  const Decision* active = find(d, "active");
+  ASSERT_TRUE(active->run);
+  EXPECT_TRUE(has_arg(*active, "--reservation") && has_arg(*active, "train"));
+  EXPECT_FALSE(has_arg(*active, "--no-free-nodes")) << "the spares are checked too";
+  EXPECT_TRUE(has_arg(*active, "/runs/r1/active/storage")) << "storage on the run directory's filesystem";
+  EXPECT_NE(active->reason.find("--storage-path DIR"), std::string::npos) << active->reason;
+  f.storage_path = "/lustre/scratch";
+  d = decide(*plan, f);
+  EXPECT_TRUE(has_arg(*find(d, "active"), "/lustre/scratch"));
+  // No spare idle: only the trial's nodes.
+  f.idle.clear();
+  d = decide(*plan, f);
+  EXPECT_TRUE(has_arg(*find(d, "active"), "--no-free-nodes"));
+  // No reservation: the sweep goes to the free idle nodes; one of them is said to be one node.
+  f.trial_nodes.clear();
+  f.trial_nccl_nodes.clear();
+  f.trial_reservations.clear();
+  f.idle = {"spare1"};
+  d = decide(*plan, f);
+  nccl = find(d, "nccl");
+  ASSERT_TRUE(nccl->run);
+  EXPECT_FALSE(has_arg(*nccl, "--reservation"));
+  EXPECT_TRUE(has_arg(*nccl, "spare1"));
+  EXPECT_NE(nccl->reason.find("node counts 2, 4 dropped: 1 node is reachable"), std::string::npos) << nccl->reason;
+  EXPECT_NE(nccl->reason.find("one node only"), std::string::npos) << nccl->reason;
+  // Kubernetes: a stated skip with what to do; standalone: mpirun here, one node.
+  f.harness = "kubernetes";
+  d = decide(*plan, f);
+  EXPECT_FALSE(find(d, "nccl")->run);
+  EXPECT_NE(find(d, "nccl")->todo.find("MPIJob"), std::string::npos);
+  f.harness = "standalone";
+  d = decide(*plan, f);
+  EXPECT_TRUE(has_arg(*find(d, "nccl"), "mpirun"));
+  EXPECT_NE(find(d, "nccl")->reason.find("this machine only"), std::string::npos);
+  // The CPU-fabric label says what the plan's arguments make it.
+  plan->stages[4].args.push_back("--max-bytes=8M");
+  d = decide(*plan, f);
+  EXPECT_NE(find(d, "nccl")->targets.find("CPU fabric: to 8M, 2 ranks a node"), std::string::npos) << find(d, "nccl")->targets;
+  // --prices goes to the endpoint stage.
+  f.endpoint = "http://127.0.0.1:8000/v1";
+  f.prices = "/p.json";
+  d = decide(*plan, f);
+  EXPECT_TRUE(has_arg(*find(d, "endpoint"), "--prices") && has_arg(*find(d, "endpoint"), "/p.json"));
+}
+
+TEST(CampaignDecide, ABudgetSaysWhatThePlanNeedsAndAResumeRefitsWhatIsLeft) {
+  auto plan = load_plan("standard");
+  ASSERT_TRUE(plan);
+  Facts f = slurm_facts();
+  auto d = decide(*plan, f);
+  const int needed = minimum_budget_s(d);
+  EXPECT_EQ(needed, 30 + 15 + 10 + 120 + 120) << "audit, isolation, scan, active, nccl (endpoint and sla cannot run)";
+  f.budget_s = 100;
+  d = decide(*plan, f);
+  const Decision* nccl = find(d, "nccl");
+  EXPECT_FALSE(nccl->run);
+  EXPECT_TRUE(nccl->over_budget);
+  EXPECT_FALSE(nccl->argv.empty()) << "kept, for a resume with more time";
+  EXPECT_NE(nccl->todo.find(fmt::format("--budget {} s or more", needed)), std::string::npos) << nccl->todo;
+  EXPECT_EQ(find(d, "audit")->reason.find("does not fit"), std::string::npos);
+  // Resume with more: the finished stages keep their budget, the rest is fitted again.
+  std::vector<bool> finished(d.size(), false);
+  finished[0] = true;  // audit done
+  const int audit_budget = find(d, "audit")->budget_s;
+  fit_budget(d, 3600, &finished);
+  EXPECT_TRUE(find(d, "nccl")->run);
+  EXPECT_FALSE(find(d, "nccl")->over_budget);
+  EXPECT_EQ(find(d, "nccl")->reason.find("does not fit"), std::string::npos) << find(d, "nccl")->reason;
+  EXPECT_EQ(find(d, "audit")->budget_s, audit_budget);
+  int left = 0;
+  for (std::size_t i = 1; i < d.size(); ++i)
+    if (d[i].run && !d[i].in_process) left += d[i].budget_s;
+  EXPECT_LE(left, 3600);
+  EXPECT_TRUE(has_arg(*find(d, "active"), std::to_string(find(d, "active")->budget_s)));
+}
+
+TEST(CampaignExecute, ExitLabelsAndTheLinesThatSayNothing) {
+  EXPECT_EQ(exit_label(0), "clean");
+  EXPECT_EQ(exit_label(1), "findings");
+  EXPECT_EQ(exit_label(2), "findings");
+  EXPECT_EQ(exit_label(3), "usage or environment");
+  EXPECT_EQ(exit_label(130), "interrupted");
+  EXPECT_EQ(exit_label(9), "failed");
+  EXPECT_TRUE(says_nothing("report: /runs/r1/report.html"));
+  EXPECT_TRUE(says_nothing("Run directory: /runs/r1 (campaign.json)"));
+  EXPECT_FALSE(says_nothing("cmax endpoint bench: connect 127.0.0.1:9: connection refused"));
+}
+
+TEST(CampaignRunLock, ASecondHolderIsRefusedWithTheFirstsWords) {
+  const fs::path dir = fs::temp_directory_path() / fmt::format("cmax-lock-{}", ::getpid());
+  fs::remove_all(dir);
+  {
+    auto a = RunLock::acquire(dir.string(), "pid 1 on login1 since T: cmax run --plan standard");
+    ASSERT_TRUE(a) << a.error().message;
+    auto b = RunLock::acquire(dir.string(), "pid 2");
+    ASSERT_FALSE(b);
+    EXPECT_NE(b.error().message.find("in use by another cmax run (pid 1 on login1 since T: cmax run --plan standard)"),
+              std::string::npos)
+        << b.error().message;
+    EXPECT_NE(b.error().message.find("--resume " + dir.string()), std::string::npos);
+  }
+  auto c = RunLock::acquire(dir.string(), "pid 3");
+  EXPECT_TRUE(c) << "free once the holder is gone";
+  fs::remove_all(dir);
 }
 
 TEST(CampaignState, RoundTripsAndReadsBackForResume) {

@@ -194,3 +194,55 @@ TEST(JobTimeLimit, CoversEveryCheckAndAMargin) {
 
 }  // namespace
 }  // namespace cmax::health
+
+namespace cmax::health {
+namespace {
+
+TEST(Submit, AJobInsideAReservationSaysSo) {
+  SubmitOptions o;
+  o.cmax_bin = "/opt/cmax";
+  o.output_dir = "/runs/r1/active";
+  o.reservation = "train";
+  const std::vector<std::string> nodes{"n1", "n2"};
+  auto p = build_submit(o, nodes, "/runs/r1/active/x.sbatch");
+  ASSERT_TRUE(p) << p.error().message;
+  EXPECT_NE(std::find(p->sbatch_argv.begin(), p->sbatch_argv.end(), "--reservation=train"), p->sbatch_argv.end());
+  o.reservation = "bad name";
+  EXPECT_FALSE(build_submit(o, nodes, "/runs/r1/active/x.sbatch"));
+}
+
+TEST(Submit, WhyNoNodeIsIdleNamesTheStatesAndTheJobStillCompleting) {
+  EXPECT_EQ(describe_not_idle("n1 idle\nn2 idle\n"), "");
+  EXPECT_EQ(describe_not_idle("n1 completing\nn2 idle\nspare1 down*\nn1 completing\n"), "n1 completing, spare1 down*");
+  EXPECT_EQ(describe_not_idle("a mixed\nb mixed\nc mixed\n", 2), "a mixed, b mixed and 1 more");
+  EXPECT_EQ(describe_completing(""), "");
+  const auto why = describe_completing("7|cmax-collect|n[1-2]\n");
+  EXPECT_NE(why.find("job 7 (cmax-collect) on n[1-2]"), std::string::npos) << why;
+  EXPECT_NE(why.find("slurmd is down"), std::string::npos) << why;
+}
+
+TEST(Submit, TwoJobsMergeIntoOneDocumentAndANodeWithoutAResultIsUnverified) {
+  const std::string ok_n1 = R"({"schema":"cmax.check.active/1","node":"n1","healthy":true,"results":[{"id":"cpu","outcome":"pass"}]})";
+  const std::string ok_s1 = R"({"schema":"cmax.check.active/1","node":"spare1","healthy":true,"results":[{"id":"cpu","outcome":"pass"}]})";
+  auto m = merge_active_jobs({{"12", "", {"spare1"}, {{"a.out", ok_s1, ""}}, "COMPLETED"},
+                              {"13", "train", {"n1", "n2"}, {{"b.out", ok_n1, ""}}, "COMPLETED"}});
+  auto doc = nlohmann::json::parse(m.document);
+  EXPECT_FALSE(m.healthy) << "n2 did not report";
+  EXPECT_EQ(doc["job"], "12,13");
+  ASSERT_EQ(doc["jobs"].size(), 2u);
+  EXPECT_EQ(doc["jobs"][1]["reservation"], "train");
+  int unverified = 0;
+  for (const auto& r : doc["results"])
+    if (r["outcome"] == "unverified") {
+      ++unverified;
+      EXPECT_EQ(r["target"], "n2");
+    }
+  EXPECT_EQ(unverified, 1);
+  // One job: the document merge_active_results always gave.
+  auto one = merge_active_results("12", {"spare1"}, {{"a.out", ok_s1, ""}}, "COMPLETED");
+  EXPECT_TRUE(one.healthy);
+  EXPECT_FALSE(nlohmann::json::parse(one.document).contains("jobs"));
+}
+
+}  // namespace
+}  // namespace cmax::health

@@ -37,3 +37,27 @@ TEST(SweepMemory, EveryRankOfTheLargestNodeCountOnOneMachine) {
   auto none = plan_host_memory(o, 1u << 20, 1024);
   EXPECT_EQ(none.largest_fitting(), 0u);
 }
+
+TEST(SweepPlan, SrunPlacesEachStepOnTheNamedNodesInsideTheReservation) {
+  SweepOptions o;
+  o.launcher = Launcher::kSrun;
+  o.node_counts = {1, 2, 4, 8};
+  o.tests = {"all_reduce"};
+  o.collbench = "/opt/cmax-collbench";
+  o.hosts = {"n1", "n2", "n3", "n4"};
+  o.reservation = "train";
+  o.network_variant = o.ring_variant = false;
+  auto steps = plan_sweep(o);
+  ASSERT_EQ(steps.size(), 3u) << "no 8-node step on 4 named nodes";
+  auto has = [](const SweepStep& s, const std::string& w) { return std::find(s.argv.begin(), s.argv.end(), w) != s.argv.end(); };
+  EXPECT_EQ(steps[0].argv.front(), "srun");
+  EXPECT_TRUE(has(steps[0], "n1") && has(steps[0], "--reservation=train"));
+  EXPECT_TRUE(has(steps[1], "n1,n2"));
+  EXPECT_TRUE(has(steps[2], "n1,n2,n3,n4"));
+  // Without hosts srun places the step itself, as before.
+  o.hosts.clear();
+  o.reservation.clear();
+  steps = plan_sweep(o);
+  ASSERT_EQ(steps.size(), 4u);
+  EXPECT_FALSE(has(steps[0], "-w"));
+}
