@@ -56,6 +56,8 @@ std::string reference_render_json(const SlaReport& rep, const Contract& c, const
                         {"source", d.source},
                         {"start", c.zone.format_local(d.start_s)},
                         {"end", d.end_s == kOpenEnd ? ordered(nullptr) : ordered(c.zone.format_local(d.end_s))},
+                        {"drill_end", d.marker_end_s == kOpenEnd ? ordered(nullptr)
+                                                                 : ordered(c.zone.format_local(d.marker_end_s))},
                         {"excluded", list == &in.drills}});
   doc["drills"] = drills;
   const Anomalies& a = rep.anomalies;
