@@ -169,7 +169,7 @@ std::string nccl_measured_legend(std::string_view svg, double measured_peak_gbps
   const auto h_end = out.find('"', h_at + 8);
   const double height = std::strtod(out.c_str() + h_at + 8, nullptr) + 16;
   std::string line = fmt::format("<text class=\"measured-peak\" x=\"{:.1f}\" y=\"{:.1f}\" font-weight=\"bold\">", x, y);
-  core::append_xml_text(line, fmt::format("measured peak {:.1f} GB/s", measured_peak_gbps));
+  core::append_xml_text(line, fmt::format("measured peak {:.4g} GB/s", measured_peak_gbps));
   line += "</text>\n";
   out.insert(end, line);
   out.replace(h_at + 8, h_end - h_at - 8, fmt::format("{:g}", height));

@@ -505,7 +505,8 @@ std::string_view verdict_class(std::string_view verdict) {
   return "o-unverified";
 }
 
-std::string gbps(double v) { return fmt::format("{:.1f}", v); }
+// busbw in GB/s to four significant digits: 365.8 on a GPU fabric, 0.0607 on a CPU one.
+std::string gbps(double v) { return fmt::format("{:.4g}", v); }
 
 // NCCL: a summary table of every run and a scaling table first, so that a sweep of many steps
 // reads at a glance; the charts after them, one closed group per collective.
@@ -542,7 +543,12 @@ void nccl_section(Writer& w, const NcclView& v, const std::string& id) {
       w.esc(r.step.empty() ? r.file : r.step);
       w.raw("</a></td><td>");
       w.esc(r.collective);
-      w.f("</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td>", r.nodes > 0 ? fmt::format("{}", r.nodes) : "-",
+      // A step's node count; the hosts its log shows when they differ (ranks packed on fewer hosts).
+      const int nodes = r.step_nodes > 0 ? r.step_nodes : r.nodes;
+      w.f("</td><td class=\"num\">{}{}</td><td class=\"num\">{}</td><td>", nodes > 0 ? fmt::format("{}", nodes) : "-",
+          r.step_nodes > 0 && r.nodes > 0 && r.nodes != r.step_nodes
+              ? fmt::format(" <span class=\"note\">({} host{} seen)</span>", r.nodes, r.nodes == 1 ? "" : "s")
+              : "",
           r.ranks > 0 ? fmt::format("{}", r.ranks) : "-");
       w.esc(r.variant.empty() ? "-" : r.variant);
       w.f("</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num{}\">{}</td><td class=\"{}\">",
@@ -600,7 +606,7 @@ void nccl_section(Writer& w, const NcclView& v, const std::string& id) {
       if (r.collective == coll) {
         ++charts;
         flagged += r.anomalies.size();
-        if (r.nodes > 0) nodes.insert(r.nodes);
+        if (r.step_nodes > 0 || r.nodes > 0) nodes.insert(r.step_nodes > 0 ? r.step_nodes : r.nodes);
       }
     w.raw("<details class=\"nccl-charts\"><summary>");
     w.esc(fmt::format("{}: {} chart{}{}{}", coll.empty() ? "unknown collective" : coll, charts, charts == 1 ? "" : "s",
@@ -613,11 +619,14 @@ void nccl_section(Writer& w, const NcclView& v, const std::string& id) {
       if (r.collective != coll) continue;
       const std::string anchor = fmt::format("{}-chart-{}", id, i);
       std::string caption = fmt::format(
-          "{}{} · {} ranks · {} nodes{} · measured peak {:.1f} GB/s{}{} · verdict {} · {}", r.collective,
-          r.variant.empty() ? "" : " (" + r.variant + ")", r.ranks, r.nodes, r.gpu.empty() ? "" : " · " + r.gpu,
-          r.peak_busbw_gbps,
-          r.expected_busbw_gbps ? fmt::format(" (reference {:.1f})", *r.expected_busbw_gbps) : "",
-          r.fit_peak_gbps ? fmt::format(" · fitted model's peak {:.1f} GB/s (a fit, not measured)", *r.fit_peak_gbps) : "",
+          "{}{} · {} ranks · {} nodes{} · measured peak {} GB/s{}{} · verdict {} · {}", r.collective,
+          r.variant.empty() ? "" : " (" + r.variant + ")", r.ranks,
+          r.step_nodes > 0 && r.step_nodes != r.nodes ? fmt::format("{} ({} seen)", r.step_nodes, r.nodes)
+                                                      : fmt::format("{}", r.nodes),
+          r.gpu.empty() ? "" : " · " + r.gpu,
+          gbps(r.peak_busbw_gbps),
+          r.expected_busbw_gbps ? fmt::format(" (reference {})", gbps(*r.expected_busbw_gbps)) : "",
+          r.fit_peak_gbps ? fmt::format(" · fitted model's peak {} GB/s (a fit, not measured)", gbps(*r.fit_peak_gbps)) : "",
           r.verdict, r.step.empty() ? r.file : r.step);
       if (!r.svg.empty()) {
         w.chart(tag_chart(nccl_measured_legend(r.svg, r.peak_busbw_gbps), "nccl"), "nccl", caption, anchor);

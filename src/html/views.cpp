@@ -198,6 +198,9 @@ Result<NcclView> parse_nccl_view(std::string_view text) {
 Result<NcclView> nccl_view(const nlohmann::json& doc) {
   const json* j = &doc;
   NcclView v;
+  std::map<std::string, int, std::less<>> step_nodes;
+  if (auto sweep = j->find("sweep"); sweep != j->end() && sweep->is_object())
+    for (const auto& st : arr(*sweep, "steps")) step_nodes[core::string_field(st, "step")] = static_cast<int>(num(st, "nodes"));
   for (const auto& r : arr(*j, "runs")) {
     NcclChart c;
     c.file = core::string_field(r, "file");
@@ -208,6 +211,7 @@ Result<NcclView> nccl_view(const nlohmann::json& doc) {
     c.nodes = static_cast<int>(num(r, "nodes"));
     c.step = core::string_field(r, "step");
     c.variant = core::string_field(r, "variant");
+    if (auto it = step_nodes.find(c.step); !c.step.empty() && it != step_nodes.end()) c.step_nodes = it->second;
     c.peak_busbw_gbps = num(r, "peak_busbw_gbps");
     if (auto fit = r.find("fit"); fit != r.end() && fit->is_object() && flag(*fit, "ok"))
       c.fit_peak_gbps = opt_num(*fit, "peak_gbps");
@@ -241,8 +245,9 @@ Result<NcclView> nccl_view(const nlohmann::json& doc) {
 NcclScalingTable nccl_scaling_table(const NcclView& v) {
   NcclScalingTable t;
   std::set<int> counts;
+  auto nodes_of = [](const NcclChart& r) { return r.step_nodes > 0 ? r.step_nodes : r.nodes; };
   for (const auto& r : v.runs)
-    if (r.nodes > 0) counts.insert(r.nodes);
+    if (nodes_of(r) > 0) counts.insert(nodes_of(r));
   for (const auto& s : v.scaling)
     if (s.nodes > 0) counts.insert(s.nodes);
   t.node_counts.assign(counts.begin(), counts.end());
@@ -257,8 +262,8 @@ NcclScalingTable nccl_scaling_table(const NcclView& v) {
     return t.rows.back();
   };
   for (const auto& r : v.runs) {
-    if (r.nodes <= 0) continue;
-    auto& cell = row_of(r.collective, r.variant).cells[column(r.nodes)];
+    if (nodes_of(r) <= 0) continue;
+    auto& cell = row_of(r.collective, r.variant).cells[column(nodes_of(r))];
     if (!cell.peak_busbw_gbps || r.peak_busbw_gbps > *cell.peak_busbw_gbps) cell.peak_busbw_gbps = r.peak_busbw_gbps;
   }
   // A scaling group reads "COLLECTIVE GPU (VARIANT) in DIR": its collective is the first word, its

@@ -51,7 +51,8 @@ struct ScanView {
 struct NcclChart {
   std::string file, collective, gpu, verdict;
   std::string step, variant;  ///< a sweep's step ("all_reduce-2n-golden") and variant; "" for analyze
-  int ranks = 0, nodes = 0;
+  int ranks = 0, nodes = 0;  ///< nodes: the distinct hosts the log shows
+  int step_nodes = 0;         ///< the node count its sweep step asked for; 0 outside a sweep
   double peak_busbw_gbps = 0;  ///< the highest busbw measured (never the fit's)
   std::optional<double> fit_peak_gbps;  ///< the fitted model's parameter: not a measurement
   std::optional<double> expected_busbw_gbps;
@@ -96,7 +97,8 @@ struct NcclScalingTable {
   std::vector<int> node_counts;  ///< ascending
   std::vector<NcclScalingRow> rows;
 };
-/// Pure: the runs grouped by (collective, variant), in first-seen order.
+/// Pure: the runs grouped by (collective, variant), in first-seen order, each under the node count
+/// its sweep step asked for (else the hosts its log shows).
 NcclScalingTable nccl_scaling_table(const NcclView& v);
 
 struct DrillStage {

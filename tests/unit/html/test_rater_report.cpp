@@ -203,10 +203,10 @@ TEST(HtmlRaterReport, NcclSummaryAndScalingTablesComeBeforeChartsGroupedByCollec
   EXPECT_LT(summary, scaling);
   EXPECT_LT(scaling, first_chart);
   EXPECT_NE(h.find("<tr><td><a href=\"#run-0-nccl-chart-1\">all_reduce-2n-default</a></td><td>all_reduce</td><td "
-                   "class=\"num\">2</td><td class=\"num\">4</td><td>default</td><td class=\"num\">6.2</td><td "
+                   "class=\"num\">2</td><td class=\"num\">4</td><td>default</td><td class=\"num\">6.25</td><td "
                    "class=\"num\">-</td><td class=\"num o-warn\">2</td><td class=\"o-warn\">warn</td></tr>"),
             std::string::npos);
-  EXPECT_NE(h.find("<td class=\"num o-warn\" title=\"2 nodes: 6.25 GB/s, 36% below\">6.2 (expected 9.8)</td>"),
+  EXPECT_NE(h.find("<td class=\"num o-warn\" title=\"2 nodes: 6.25 GB/s, 36% below\">6.25 (expected 9.8)</td>"),
             std::string::npos);
   EXPECT_NE(h.find("step all_reduce-4n-default (all_reduce, 4 nodes): no result: exit 3: srun: error"),
             std::string::npos);
@@ -217,7 +217,7 @@ TEST(HtmlRaterReport, NcclSummaryAndScalingTablesComeBeforeChartsGroupedByCollec
   EXPECT_EQ(count(h, "data-chart=\"nccl\""), 4u);
   EXPECT_NE(h.find("id=\"run-0-nccl-chart-1\""), std::string::npos);
   // Captions and legends say what was measured; a fit is named a fit.
-  EXPECT_NE(h.find("measured peak 10.5 GB/s · fitted model&apos;s peak 14.0 GB/s (a fit, not measured)"),
+  EXPECT_NE(h.find("measured peak 10.5 GB/s · fitted model&apos;s peak 14 GB/s (a fit, not measured)"),
             std::string::npos);
   EXPECT_EQ(h.find("(peak 377.1 GB/s)"), std::string::npos);
   EXPECT_EQ(count(h, "class=\"measured-peak\""), 4u);
