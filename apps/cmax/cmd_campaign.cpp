@@ -197,7 +197,8 @@ Result<campaign::Facts> gather_facts(const CampaignFlags& f, const HarnessChoice
     std::string state(line.substr(a + 1, b == std::string_view::npos ? std::string_view::npos : b - a - 1));
     if (b != std::string_view::npos && line.substr(b + 1).find("gpu") != std::string_view::npos) facts.gpu = true;
     if (seen.insert(node).second) facts.nodes.push_back(node);
-    if (state == "idle") facts.idle.push_back(node);
+    // "reserved" is idle inside an active reservation: a trial node free for a job inside it.
+    if (state == "idle" || state == "reserved") facts.idle.push_back(node);
   }
   // Reservations: their idle nodes are not free for the active checks' job, and (with
   // --allow-disruptive) a REPLACE_DOWN one this user may use names the drill's target and spares.
@@ -290,7 +291,8 @@ int execute(campaign::Campaign& c, const std::string& dir, bool json) {
     if (g_stop.load()) break;
     st.status = Status::running;
     st.started_at = core::format_utc(core::SystemClock().now());
-    st.log = fmt::format("logs/{}.log", d.id);
+    // Score and report run inside cmax run and write no log of their own.
+    st.log = d.in_process ? std::string() : fmt::format("logs/{}.log", d.id);
     save();
     const double elapsed_before = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_run).count();
     campaign::StageRun r;

@@ -121,7 +121,7 @@ Decision decide_one(const StageSpec& s, const Facts& f) {
       // Storage is tested where a rater would: the run directory's filesystem, which every node
       // writes its results to (so it is the shared one), unless --storage-path names another.
       {
-        const std::string path = !f.storage_path.empty() ? f.storage_path : f.out + "/active/storage";
+        const std::string path = !f.storage_path.empty() ? f.storage_path : f.out + "/active";
         if (!arg_value(extra, {"--path"}).empty()) {
           d.reason = "storage, memory, CPU and GPU checks under load (storage: the plan's --path)";
         } else {
@@ -173,8 +173,12 @@ Decision decide_one(const StageSpec& s, const Facts& f) {
       std::size_t most = 1;
       for (auto c : core::split_any(counts.empty() ? "1,2" : counts, ","))
         if (auto n = core::parse_uint(c)) most = std::max<std::size_t>(most, *n);
-      if (f.harness == "slurm") {
-        d.argv.insert(d.argv.end(), {"--launcher", "srun"});
+      const std::string launcher = arg_value(extra, {"--launcher"});
+      if (!launcher.empty() && launcher != "srun") {
+        // The plan chose its launcher (mpirun with its own hosts, say): as given, placed by it.
+        where = fmt::format("the hosts the plan's --launcher {} arguments name (this machine unless --host)", launcher);
+      } else if (f.harness == "slurm") {
+        if (launcher.empty()) d.argv.insert(d.argv.end(), {"--launcher", "srun"});
         if (!f.trial_nccl_nodes.empty()) d.argv.insert(d.argv.end(), {"--reservation", f.trial_reservations.front()});
         for (std::size_t i = 0; i < std::min(most, hosts.size()); ++i) d.argv.insert(d.argv.end(), {"--host", hosts[i]});
       } else {

@@ -65,7 +65,11 @@ StageRun execute_stage(const Decision& d, const ExecuteOptions& o) {
       if (partial.size() > 4096) partial.erase(0, partial.size() - 4096);
     }
   } out_tail, err_tail;
-  auto write_log = [&](std::string_view chunk) { log.write(chunk.data(), static_cast<std::streamsize>(chunk.size())); };
+  // Flushed as it comes: the log is what a person tails while the stage runs.
+  auto write_log = [&](std::string_view chunk) {
+    log.write(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+    log.flush();
+  };
   auto on_out = [&](std::string_view chunk) {
     write_log(chunk);
     out_tail.take(chunk);

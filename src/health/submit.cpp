@@ -106,9 +106,11 @@ std::vector<std::string> parse_idle_nodes(std::string_view sinfo_out) {
     std::string name = line.substr(0, space);
     std::string_view state = std::string_view(line).substr(space);
     while (!state.empty() && (state.front() == ' ' || state.front() == '\t')) state.remove_prefix(1);
-    // Exactly "idle": "idle*" is unreachable, "idle~" powered off, "idle#" powering up, "drained"
-    // and "idle+drain" are out of service.
-    if (state != "idle") continue;
+    // Exactly "idle", or "reserved" (idle inside an active reservation: a job inside it gets it,
+    // one outside never does, so the free scope drops it with the reservation's other nodes):
+    // "idle*" is unreachable, "idle~" powered off, "idle#" powering up, "drained" and
+    // "idle+drain" are out of service.
+    if (state != "idle" && state != "reserved") continue;
     if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(std::move(name));
   }
   return out;
@@ -124,7 +126,7 @@ std::string describe_not_idle(std::string_view sinfo_out, std::size_t max) {
     if (space == std::string::npos) continue;
     std::string name = line.substr(0, space);
     std::string state(core::trim(std::string_view(line).substr(space)));
-    if (state == "idle" || state.empty() || !seen.insert(name).second) continue;
+    if (state == "idle" || state == "reserved" || state.empty() || !seen.insert(name).second) continue;
     busy.push_back(name + " " + state);
   }
   if (busy.empty()) return "";

@@ -777,7 +777,7 @@ void endpoint_section(Writer& w, const std::vector<const RunReport*>& with_bench
   } else {
     // Nothing to draw: say what would give a bill rather than show an empty frame.
     w.raw("<p class=\"note endpoint-cost-none\">Cost: no prices given: pass --prices FILE to cmax endpoint bench "
-          "(to cmax run as --stage-arg endpoint=--prices=FILE).</p>\n");
+          "(cmax run --prices FILE).</p>\n");
   }
   for (const auto* b : benches)
     if (b->has_bill && !b->bill.arithmetic.empty()) {

@@ -149,11 +149,12 @@ TEST_F(Campaign, TheFullPlanRunsEveryStageIntoOneRunDirectory) {
                         "drill.json", "bench.json", "score.json", "report.html"})
     EXPECT_TRUE(fs::exists(dir_ / f)) << f;
 
-  // The active checks ran on the idle spares through Slurm and came back as one document.
+  // The active checks ran on the trial's nodes inside its reservation and on the idle spares
+  // through Slurm (issue 35: one job each) and came back as one document.
   const json active = read_json(dir_ / "check-active.json");
   std::set<std::string> checked;
   for (const auto& n : active["nodes"]) checked.insert(n.value("node", ""));
-  EXPECT_EQ(checked, (std::set<std::string>{"spare1", "spare2"})) << active.dump(2);
+  EXPECT_EQ(checked, (std::set<std::string>{"n1", "n2", "n3", "n4", "spare1", "spare2"})) << active.dump(2);
   // NCCL over 1, 2 and 4 node counts; the steps that ran on this one machine say so.
   const json nccl = read_json(dir_ / "nccl.json");
   std::set<int> counts;

@@ -236,7 +236,7 @@ TEST(CampaignDecide, NcclAndActiveChecksRunOnTheTrialsOwnNodes) {
   ASSERT_TRUE(active->run);
   EXPECT_TRUE(has_arg(*active, "--reservation") && has_arg(*active, "train"));
   EXPECT_FALSE(has_arg(*active, "--no-free-nodes")) << "the spares are checked too";
-  EXPECT_TRUE(has_arg(*active, "/runs/r1/active/storage")) << "storage on the run directory's filesystem";
+  EXPECT_TRUE(has_arg(*active, "/runs/r1/active")) << "storage on the run directory's filesystem";
   EXPECT_NE(active->reason.find("--storage-path DIR"), std::string::npos) << active->reason;
   f.storage_path = "/lustre/scratch";
   d = decide(*plan, f);

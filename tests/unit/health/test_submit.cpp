@@ -212,7 +212,9 @@ TEST(Submit, AJobInsideAReservationSaysSo) {
 }
 
 TEST(Submit, WhyNoNodeIsIdleNamesTheStatesAndTheJobStillCompleting) {
-  EXPECT_EQ(describe_not_idle("n1 idle\nn2 idle\n"), "");
+  EXPECT_EQ(describe_not_idle("n1 idle\nn2 idle\nn3 reserved\n"), "");
+  // sinfo calls a node idle inside an active reservation "reserved": a job inside it gets it.
+  EXPECT_EQ(parse_idle_nodes("n1 reserved\nn2 idle\nn3 allocated\n"), (std::vector<std::string>{"n1", "n2"}));
   EXPECT_EQ(describe_not_idle("n1 completing\nn2 idle\nspare1 down*\nn1 completing\n"), "n1 completing, spare1 down*");
   EXPECT_EQ(describe_not_idle("a mixed\nb mixed\nc mixed\n", 2), "a mixed, b mixed and 1 more");
   EXPECT_EQ(describe_completing(""), "");

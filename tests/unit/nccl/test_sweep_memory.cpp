@@ -59,5 +59,6 @@ TEST(SweepPlan, SrunPlacesEachStepOnTheNamedNodesInsideTheReservation) {
   o.reservation.clear();
   steps = plan_sweep(o);
   ASSERT_EQ(steps.size(), 4u);
-  EXPECT_FALSE(has(steps[0], "-w"));
+  EXPECT_FALSE(has(steps[0], "n1"));
+  EXPECT_FALSE(has(steps[0], "--reservation=train"));
 }
