@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <set>
 #include <string_view>
+#include <vector>
 
 #include "campaign/decide.h"
 #include "campaign/plan.h"
@@ -33,11 +34,26 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     f.cmax = "/cmax";
     f.out = "/out";
     f.collbench = "/collbench";
+    if (size % 3 == 0) {  // a trial held in a reservation (issue 35)
+      f.trial_nodes = f.trial_nccl_nodes = {"n1", "n2"};
+      f.trial_reservations = {"train"};
+    }
     f.budget_s = static_cast<int>(size % 5000) + 1;
     auto d = decide(*p, f);
     check(d.size() == p->stages.size());
     for (std::size_t i = 0; i < d.size(); ++i)
       if (d[i].run && !d[i].in_process) check(d[i].budget_s >= p->stages[i].min_s);
+    // A resume with another budget: finished stages keep theirs, the rest never below min_s, and
+    // a stage left out for the budget keeps its command.
+    std::vector<bool> finished(d.size());
+    for (std::size_t i = 0; i < d.size(); ++i) finished[i] = (size >> (i % 8)) & 1;
+    const auto before = d;
+    fit_budget(d, static_cast<int>((size * 7) % 9000) + 1, &finished);
+    for (std::size_t i = 0; i < d.size(); ++i) {
+      if (finished[i]) check(d[i].budget_s == before[i].budget_s);
+      if (d[i].run && !d[i].in_process && !finished[i]) check(d[i].budget_s >= d[i].min_s);
+      if (d[i].over_budget) check(!d[i].run && d[i].argv == before[i].argv);
+    }
   }
   if (auto c = campaign_from_json(in, "fuzz")) {
     const std::string once = campaign_to_json(*c);
