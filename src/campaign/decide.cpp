@@ -168,10 +168,13 @@ Decision decide_one(const StageSpec& s, const Facts& f) {
       else
         d.argv.insert(d.argv.end(), {"--collbench", f.collbench});
       const std::size_t reach = f.harness == "slurm" ? hosts.size() : 1;
+      // The sweep's own default when the plan names none (cmax nccl sweep --node-counts), made
+      // explicit so that it is fitted to the nodes like a plan's own.
+      if (arg_value(extra, {"--node-counts"}).empty()) extra.insert(extra.end(), {"--node-counts", "1,2,4,8"});
       const auto dropped = fit_node_counts(extra, reach);
       const std::string counts = arg_value(extra, {"--node-counts"});
       std::size_t most = 1;
-      for (auto c : core::split_any(counts.empty() ? "1,2" : counts, ","))
+      for (auto c : core::split_any(counts, ","))
         if (auto n = core::parse_uint(c)) most = std::max<std::size_t>(most, *n);
       const std::string launcher = arg_value(extra, {"--launcher"});
       if (!launcher.empty() && launcher != "srun") {
@@ -196,7 +199,7 @@ Decision decide_one(const StageSpec& s, const Facts& f) {
         fabric = fmt::format("cmax-collbench over MPI (CPU fabric: to {}, {} ranks a node)",
                              arg_value(all, {"-e", "--max-bytes"}), arg_value(all, {"--ranks-per-node"}));
       }
-      d.targets = fmt::format("{} on {}, node counts {}", fabric, where, counts.empty() ? "1,2" : counts);
+      d.targets = fmt::format("{} on {}, node counts {}", fabric, where, counts);
       d.reason = "collectives over message sizes and node counts; the curve judged per run";
       if (!dropped.empty())
         d.reason += fmt::format("; node count{} {} dropped: {} {} reachable", dropped.size() == 1 ? "" : "s",

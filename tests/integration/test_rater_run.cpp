@@ -19,6 +19,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "cli_run.h"
 #include "core/process.h"
 #include "core/strings.h"
 #include "endpoint_serve_fixture.h"
@@ -35,38 +36,10 @@ using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 using cmax::test::SlurmCluster;
 
-struct Ran {
-  int code = -1;
-  std::string out, err;
-  double seconds = 0;
-};
-
-Ran run(std::vector<std::string> argv, const std::vector<std::string>& env = {},
-        std::chrono::milliseconds timeout = 120s) {
-  const auto t0 = std::chrono::steady_clock::now();
-  auto r = cmax::core::run_process({std::move(argv), timeout, 64u << 20, env});
-  Ran out;
-  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  EXPECT_TRUE(r) << (r ? "" : r.error().message);
-  if (!r) return out;
-  out.code = r->timed_out ? -2 : r->exit_code;
-  out.out = r->out;
-  out.err = r->err;
-  return out;
-}
-
-Ran cmax_run(std::vector<std::string> args, const std::vector<std::string>& env = {},
-             std::chrono::milliseconds timeout = 120s) {
-  args.insert(args.begin(), CMAX_BIN);
-  return run(std::move(args), env, timeout);
-}
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
-
-json read_json(const fs::path& p) { return json::parse(slurp(p), nullptr, false); }
+using cmax::test::cmax_run;
+using cmax::test::read_json;
+using cmax::test::run;
+using cmax::test::slurp;
 
 const json* node_of(const json& doc, const std::string& node) {
   for (const auto& n : doc["nodes"])

@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "cli_run.h"
 #include "core/process.h"
 #include "support/daemon.h"
 #include "support/slurm_cluster.h"
@@ -28,29 +29,9 @@ using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 using cmax::test::SlurmCluster;
 
-struct Ran {
-  int code = -1;
-  std::string out, err;
-};
-
-Ran cmax_run(std::vector<std::string> args, const std::vector<std::string>& env, std::chrono::milliseconds timeout = 240s) {
-  args.insert(args.begin(), CMAX_BIN);
-  auto r = cmax::core::run_process({std::move(args), timeout, 64u << 20, env});
-  EXPECT_TRUE(r) << (r ? "" : r.error().message);
-  Ran out;
-  if (!r) return out;
-  out.code = r->timed_out ? -2 : r->exit_code;
-  out.out = r->out;
-  out.err = r->err;
-  return out;
-}
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
-
-json read_json(const fs::path& p) { return json::parse(slurp(p), nullptr, false); }
+using cmax::test::cmax_run;
+using cmax::test::read_json;
+using cmax::test::slurp;
 
 const json* stage_of(const json& campaign, const std::string& id) {
   for (const auto& s : campaign["stages"])

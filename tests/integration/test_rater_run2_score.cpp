@@ -22,6 +22,7 @@
 #include "core/strings.h"
 #include "endpoint_serve_fixture.h"
 #include "support/daemon.h"
+#include "cli_run.h"
 #include "support/kmsg.h"
 #include "support/slurm_cluster.h"
 #include "support/temp_host.h"
@@ -33,35 +34,10 @@ using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 using cmax::test::SlurmCluster;
 
-struct Ran {
-  int code = -1;
-  std::string out, err;
-};
-
-Ran run(std::vector<std::string> argv, const std::vector<std::string>& env = {},
-        std::chrono::milliseconds timeout = 120s) {
-  auto r = cmax::core::run_process({std::move(argv), timeout, 64u << 20, env});
-  Ran out;
-  EXPECT_TRUE(r) << (r ? "" : r.error().message);
-  if (!r) return out;
-  out.code = r->timed_out ? -2 : r->exit_code;
-  out.out = r->out;
-  out.err = r->err;
-  return out;
-}
-
-Ran cmax_run(std::vector<std::string> args, const std::vector<std::string>& env = {},
-             std::chrono::milliseconds timeout = 120s) {
-  args.insert(args.begin(), CMAX_BIN);
-  return run(std::move(args), env, timeout);
-}
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
-
-json read_json(const fs::path& p) { return json::parse(slurp(p), nullptr, false); }
+using cmax::test::cmax_run;
+using cmax::test::read_json;
+using cmax::test::run;
+using cmax::test::slurp;
 
 // A run's card in `cmax score --json`: one category, one item.
 const json* category_of(const json& run, std::string_view name) {
