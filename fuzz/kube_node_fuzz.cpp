@@ -34,6 +34,13 @@ void check_patch(const std::string& text, const cmax::sched::kube::Node& node) {
     check(first.value("path", "") == "/spec" && first["value"] == nlohmann::json::parse(node.spec_json));
   if (!node.has_annotations)
     check(j.size() > 1 && j[1].value("path", "") == "/metadata/annotations" && j[1]["value"].is_null());
+  // A node without labels is guarded like one without annotations (the hold adds the whole map).
+  if (!node.has_labels) {
+    bool guarded = false;
+    for (const auto& op : j)
+      if (op.value("op", "") == "test" && op.value("path", "") == "/metadata/labels" && op["value"].is_null()) guarded = true;
+    check(guarded);
+  }
 }
 
 }  // namespace
@@ -56,6 +63,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   if (auto page = kube::parse_node_list(in))
     for (const auto& n : page->nodes) check(!n.name.empty());
+  if (auto count = kube::parse_list_count(in)) check(!count->remaining || *count->remaining >= 0);
   // The bytes as the Node next to an empty PodList, and as the PodList next to a plain Node.
   constexpr std::string_view kNode = R"({"kind":"Node","metadata":{"name":"k1"},"status":{"conditions":[{"type":"Ready","status":"True"}]}})";
   constexpr std::string_view kPods = R"({"kind":"PodList","items":[]})";

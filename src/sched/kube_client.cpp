@@ -132,7 +132,7 @@ KubeClient::KubeClient(KubernetesOptions options)
 
 Result<KubeReply> KubeClient::send(std::string_view method, const std::string& path,
                                  std::string_view content_type, const std::string& body,
-                                 std::size_t max_body) const {
+                                 std::size_t max_body, std::string_view accept) const {
   auto where = fmt::format("{} {}", method, path);
   // A bad URL fails here, before any socket is opened.
   if (!endpoint_) return fail("{}: {}", where, endpoint_.error().message);
@@ -178,7 +178,7 @@ Result<KubeReply> KubeClient::send(std::string_view method, const std::string& p
   httplib::Request req;
   req.method = std::string(method);
   req.path = ep.base_path + path;
-  req.headers = {{"Accept", "application/json"}, {"User-Agent", "cmax/" CMAX_VERSION}};
+  req.headers = {{"Accept", std::string(accept)}, {"User-Agent", "cmax/" CMAX_VERSION}};
   if (!token.empty()) req.headers.emplace("Authorization", "Bearer " + token);
   if (!body.empty()) {
     req.headers.emplace("Content-Type", std::string(content_type));

@@ -32,8 +32,11 @@ class KubeClient {
   /// Sends `method path` (path and query encoded by the caller) with `body` as `content_type` when
   /// not empty; bounded by options.timeout for connect, read and write each. An error, naming the
   /// request, only when no answer came (transport, token, CA); an HTTP error status is a reply.
+  /// `accept` is the Accept header (application/json; a metadata-only list asks for
+  /// PartialObjectMetadataList).
   Result<KubeReply> send(std::string_view method, const std::string& path, std::string_view content_type = {},
-                         const std::string& body = {}, std::size_t max_body = kDefaultMaxBody) const;
+                         const std::string& body = {}, std::size_t max_body = kDefaultMaxBody,
+                         std::string_view accept = "application/json") const;
 
   const KubernetesOptions& options() const { return options_; }
 

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <memory>
 #include <random>
+#include <set>
 #include <thread>
 #include <utility>
 
@@ -156,11 +157,14 @@ KubernetesScheduler::KubernetesScheduler(KubernetesOptions options, const core::
 Result<KubernetesScheduler::Reply> KubernetesScheduler::request(std::string_view method,
                                                                 const std::string& path,
                                                                 std::string_view content_type,
-                                                                const std::string& body) {
+                                                                const std::string& body,
+                                                                std::string_view accept) {
   // A bad URL fails here, before any socket is opened.
   if (!endpoint_) return Unexpected<Error>{endpoint_.error()};
-  auto r = KubeClient(options_).send(method, path, content_type, body, kMaxBodyBytes);
+  ++requests_;
+  auto r = KubeClient(options_).send(method, path, content_type, body, kMaxBodyBytes, accept);
   if (!r) return Unexpected<Error>{r.error()};
+  bytes_received_ += r->body.size();
   return Reply{r->status, std::move(r->reason), std::move(r->body)};
 }
 
@@ -302,6 +306,66 @@ Result<Action> KubernetesScheduler::resume(std::string_view node, Force force) {
   }
 }
 
+// The pool's selector and `extra` as one label selector ("pool=a,cmax.io/held").
+static std::string pool_and(const std::string& pool, const std::string& extra) {
+  if (pool.empty()) return extra;
+  if (extra.empty()) return pool;
+  return pool + "," + extra;
+}
+
+Result<void> KubernetesScheduler::list_nodes(std::string_view action, std::string_view node,
+                                             const std::string& extra_selector, const std::string& field_selector,
+                                             const std::function<void(const std::vector<NodeState>&)>& on_page) {
+  const std::string selector = pool_and(options_.pool_selector, extra_selector);
+  std::string next;
+  for (int page = 1;; ++page) {
+    if (page > kMaxListPages)
+      return fail("{} {}: more than {} pages of {} nodes: narrow pool_selector", action, node, kMaxListPages,
+                  kListPageSize);
+    std::string path = "/api/v1/nodes?";
+    if (!selector.empty()) path += "labelSelector=" + kube::encode_query_value(selector) + "&";
+    if (!field_selector.empty()) path += "fieldSelector=" + kube::encode_query_value(field_selector) + "&";
+    path += fmt::format("limit={}", kListPageSize);
+    if (!next.empty()) path += "&continue=" + kube::encode_query_value(next);
+    auto r = request("GET", path, {}, {});
+    if (!r) return fail_on(action, node, r.error());
+    if (!is_success(r->status)) return fail_on(action, node, http_error("GET", path, r->status, r->reason, r->body, options_));
+    auto list = kube::parse_node_list(r->body);
+    if (!list) return fail("{} {}: GET {}: {}", action, node, path, list.error().message);
+    on_page(list->nodes);
+    if (list->continue_token.empty()) return {};
+    next = std::move(list->continue_token);
+  }
+}
+
+Result<int> KubernetesScheduler::count_pool(std::string_view action, std::string_view node) {
+  // Metadata only: a few hundred bytes an object instead of the whole Node.
+  constexpr std::string_view kMetadataOnly =
+      "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1, application/json";
+  std::string next;
+  long long total = 0;
+  for (int page = 1;; ++page) {
+    if (page > kMaxListPages)
+      return fail("{} {}: more than {} pages of {} nodes: narrow pool_selector", action, node, kMaxListPages,
+                  kListPageSize);
+    std::string path = "/api/v1/nodes?";
+    if (!options_.pool_selector.empty())
+      path += "labelSelector=" + kube::encode_query_value(options_.pool_selector) + "&";
+    // The first page of one object: without a selector the server says how many remain.
+    path += fmt::format("limit={}", page == 1 ? 1 : kListPageSize);
+    if (!next.empty()) path += "&continue=" + kube::encode_query_value(next);
+    auto r = request("GET", path, {}, {}, kMetadataOnly);
+    if (!r) return fail_on(action, node, r.error());
+    if (!is_success(r->status)) return fail_on(action, node, http_error("GET", path, r->status, r->reason, r->body, options_));
+    auto c = kube::parse_list_count(r->body);
+    if (!c) return fail("{} {}: GET {}: {}", action, node, path, c.error().message);
+    total += static_cast<long long>(c->items);
+    if (c->remaining && !c->continue_token.empty()) return static_cast<int>(total + *c->remaining);
+    if (c->continue_token.empty()) return static_cast<int>(total);
+    next = std::move(c->continue_token);
+  }
+}
+
 Result<PoolCount> KubernetesScheduler::held_by_cmax(std::string_view node) {
   constexpr std::string_view kAction = "count held nodes around";
   if (auto r = kube::check_node_name(node); !r) return fail_on(kAction, node, r.error());
@@ -309,32 +373,24 @@ Result<PoolCount> KubernetesScheduler::held_by_cmax(std::string_view node) {
   c.pool = options_.pool_selector.empty()
                ? std::string("all nodes")
                : fmt::format("nodes matching {}", options_.pool_selector);
-  std::string next;
-  for (int page = 1;; ++page) {
-    if (page > kMaxListPages)
-      return fail("{} {}: more than {} pages of {} nodes: narrow pool_selector", kAction, node,
-                  kMaxListPages, kListPageSize);
-    std::string path = "/api/v1/nodes?";
-    if (!options_.pool_selector.empty())
-      path += "labelSelector=" + kube::encode_query_value(options_.pool_selector) + "&";
-    path += fmt::format("limit={}", kListPageSize);
-    if (!next.empty()) path += "&continue=" + kube::encode_query_value(next);
-    auto r = request("GET", path, {}, {});
-    if (!r) return fail_on(kAction, node, r.error());
-    if (!is_success(r->status))
-      return fail_on(kAction, node,
-                     http_error("GET", path, r->status, r->reason, r->body, options_));
-    auto list = kube::parse_node_list(r->body);
-    if (!list) return fail("{} {}: GET {}: {}", kAction, node, path, list.error().message);
-    for (const auto& n : list->nodes) {
-      ++c.total;
-      if (!sched::held_by_cmax(n)) continue;
+  // Only the nodes that can be held are read whole: those carrying cmax's label, and (for holds
+  // an older cmax made, before the label) the cordoned ones. Each is judged as before (cordon or
+  // cmax's taint, with cmax's reason), so a stale label or someone else's cordon counts nothing.
+  // The cost of a decision grows with the held nodes, not with the pool.
+  std::set<std::string> seen;
+  auto judge = [&](const std::vector<NodeState>& page) {
+    for (const auto& n : page) {
+      if (!seen.insert(n.name).second || !sched::held_by_cmax(n)) continue;
       ++c.held;
       if (n.name == node) c.node_held = true;
     }
-    if (list->continue_token.empty()) return c;
-    next = std::move(list->continue_token);
-  }
+  };
+  if (auto r = list_nodes(kAction, node, std::string(kube::kHeldLabel), "", judge); !r) return Unexpected<Error>{r.error()};
+  if (auto r = list_nodes(kAction, node, "", "spec.unschedulable=true", judge); !r) return Unexpected<Error>{r.error()};
+  auto total = count_pool(kAction, node);
+  if (!total) return Unexpected<Error>{total.error()};
+  c.total = *total;
+  return c;
 }
 
 }  // namespace cmax::sched

@@ -41,6 +41,8 @@
 // bound service-account tokens rotate.
 
 #include <chrono>
+#include <atomic>
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -124,7 +126,16 @@ class KubernetesScheduler final : public Scheduler {
   };
 
   Result<Reply> request(std::string_view method, const std::string& path,
-                        std::string_view content_type, const std::string& body);
+                        std::string_view content_type, const std::string& body,
+                        std::string_view accept = "application/json");
+  /// The nodes of the pool that `extra_selector` and the pool selector pick, listed page by page;
+  /// `field_selector` narrows on the server. Each page is handed to `on_page`.
+  Result<void> list_nodes(std::string_view action, std::string_view node, const std::string& extra_selector,
+                          const std::string& field_selector,
+                          const std::function<void(const std::vector<NodeState>&)>& on_page);
+  /// How many nodes the pool has, read as metadata only: one object and the server's
+  /// remainingItemCount when it gives one (no selector), else pages of metadata.
+  Result<int> count_pool(std::string_view action, std::string_view node);
   Result<kube::Node> read_node(std::string_view node);
   Result<Action> hold(std::string_view action, std::string_view node, std::string_view reason,
                       kube::Hold kind);
@@ -132,6 +143,13 @@ class KubernetesScheduler final : public Scheduler {
   KubernetesOptions options_;
   Result<kube::ApiEndpoint> endpoint_;
   const core::Clock* clock_;
+  std::atomic<std::uint64_t> requests_{0}, bytes_received_{0};
+
+ public:
+  /// What this scheduler asked of the API server so far: requests and answer bytes (for the
+  /// fleet-scale measurements: the cost of one decision against the size of the pool).
+  std::uint64_t requests_sent() const { return requests_.load(); }
+  std::uint64_t bytes_received() const { return bytes_received_.load(); }
 };
 
 }  // namespace cmax::sched

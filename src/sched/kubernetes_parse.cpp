@@ -82,6 +82,10 @@ Result<Node> node_from(const json& j) {
   if (n.state.name.empty()) return fail("Node object without metadata.name");
   n.resource_version = string_at(*meta, "resourceVersion");
 
+  if (const json* labels = find(*meta, "labels"); labels && labels->is_object()) {
+    n.has_labels = true;
+    n.held_label = labels->contains(std::string(kHeldLabel));
+  }
   if (const json* ann = find(*meta, "annotations"); ann && ann->is_object()) {
     n.has_annotations = true;
     if (const json* r = find(*ann, kReasonAnnotation); r && r->is_string())
@@ -291,6 +295,22 @@ Result<NodePage> parse_node_list(std::string_view text) {
   return page;
 }
 
+Result<ListCount> parse_list_count(std::string_view text) {
+  auto j = parse_json(text);
+  if (!j) return fail("answer is not JSON");
+  const std::string kind = j->is_object() ? string_at(*j, "kind") : "";
+  if (kind != "NodeList" && kind != "PartialObjectMetadataList")
+    return fail("not a NodeList or PartialObjectMetadataList (kind \"{}\")", kind);
+  ListCount c;
+  if (const json* meta = find(*j, "metadata"); meta && meta->is_object()) {
+    c.continue_token = string_at(*meta, "continue");
+    if (const json* r = find(*meta, "remainingItemCount"); r && r->is_number_integer() && r->get<std::int64_t>() >= 0)
+      c.remaining = r->get<std::int64_t>();
+  }
+  if (const json* items = find(*j, "items"); items && items->is_array()) c.items = items->size();
+  return c;
+}
+
 std::optional<std::string> status_message(std::string_view text) {
   auto j = parse_json(text);
   if (!j || string_at(*j, "kind") != "Status") return std::nullopt;
@@ -309,7 +329,10 @@ void add_concurrency_tests(const Node& node, json& ops) {
   if (spec) ops.push_back({{"op", "test"}, {"path", "/spec"}, {"value", *spec}});
   else ops.push_back({{"op", "test"}, {"path", "/metadata/resourceVersion"}, {"value", node.resource_version}});
   if (!node.has_annotations) ops.push_back({{"op", "test"}, {"path", "/metadata/annotations"}, {"value", nullptr}});
+  if (!node.has_labels) ops.push_back({{"op", "test"}, {"path", "/metadata/labels"}, {"value", nullptr}});
 }
+
+std::string label_path(std::string_view key) { return "/metadata/labels/" + pointer_token(key); }
 }  // namespace
 
 std::string hold_patch(const Node& node, std::string_view reason, Hold hold,
@@ -342,6 +365,12 @@ std::string hold_patch(const Node& node, std::string_view reason, Hold hold,
   } else {
     ops.push_back({{"op", "add"}, {"path", "/metadata/annotations"}, {"value", annotations}});
   }
+  if (!node.held_label) {
+    if (node.has_labels)
+      ops.push_back({{"op", "add"}, {"path", label_path(kHeldLabel)}, {"value", "true"}});
+    else
+      ops.push_back({{"op", "add"}, {"path", "/metadata/labels"}, {"value", {{kHeldLabel, "true"}}}});
+  }
   return ops.dump();
 }
 
@@ -355,6 +384,7 @@ std::string release_patch(const Node& node, bool uncordon) {
     ops.push_back({{"op", "remove"}, {"path", annotation_path(kCordonedAnnotation)}});
   if (uncordon && node.unschedulable)
     ops.push_back({{"op", "remove"}, {"path", "/spec/unschedulable"}});
+  if (node.held_label) ops.push_back({{"op", "remove"}, {"path", label_path(kHeldLabel)}});
   return ops.dump();
 }
 

@@ -22,6 +22,9 @@ inline constexpr std::string_view kRebootTaint = "cmax.io/reboot-required";
 inline constexpr std::string_view kReasonAnnotation = "cmax.io/reason";
 /// Annotation "true" when cmax set spec.unschedulable, so resume uncordons only its own cordon.
 inline constexpr std::string_view kCordonedAnnotation = "cmax.io/cordoned";
+/// Set on a node while cmax holds it, removed with the hold: the fleet breaker lists the nodes
+/// that carry it (a label selector) instead of the whole pool.
+inline constexpr std::string_view kHeldLabel = "cmax.io/held";
 /// Node condition cmax sets in status, next to the kubelet's and node-problem-detector's.
 inline constexpr std::string_view kConditionType = "CmaxHealthy";
 /// Condition reasons: a fault cmax holds the node for, a reboot it asks for, a resume.
@@ -79,6 +82,8 @@ struct Node {
   std::string spec_json;
   bool unschedulable = false;
   bool has_annotations = false;  ///< metadata.annotations exists (JSON Patch adds into it)
+  bool has_labels = false;       ///< metadata.labels exists
+  bool held_label = false;       ///< cmax.io/held is set
   std::optional<std::string> reason_annotation;  ///< cmax.io/reason, when set
   bool cordoned_by_cmax = false;                 ///< cmax.io/cordoned is "true"
   bool has_taints = false;                       ///< spec.taints exists
@@ -97,6 +102,16 @@ struct NodePage {
 
 /// A NodeList object -> its nodes' states and the token for the next page.
 Result<NodePage> parse_node_list(std::string_view json);
+
+/// How many objects one page of a list holds, and how many more the server says remain: a NodeList
+/// or a PartialObjectMetadataList (Accept ...;as=PartialObjectMetadataList), whose items are only
+/// metadata. remainingItemCount is set by the API server only for lists without selectors.
+struct ListCount {
+  std::size_t items = 0;
+  std::optional<std::int64_t> remaining;  ///< metadata.remainingItemCount
+  std::string continue_token;             ///< metadata.continue; "" on the last page
+};
+Result<ListCount> parse_list_count(std::string_view json);
 
 /// The message of a Kubernetes Status object (an error answer); nullopt when `json` is not one.
 std::optional<std::string> status_message(std::string_view json);

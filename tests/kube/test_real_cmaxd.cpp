@@ -357,3 +357,70 @@ TEST_F(CmaxdRealApiServer, TheDeployedDaemonSetsPodIsAdmittedInItsNamespace) {
 }
 
 }  // namespace
+
+namespace {
+class FleetRealApiServer : public CmaxdRealApiServer {};
+}  // namespace
+
+// Issue 36: a drain decision used to LIST every Node of the pool (tens of MB at 10,000 nodes).
+// Now it reads whole only the nodes that can be held (cmax's label, the cordoned ones) and counts
+// the pool as metadata: its cost follows the held nodes, not the pool. Measured on the real
+// server at 201 and 1,002 nodes, beside the full list the old count read.
+TEST_F(FleetRealApiServer, FleetBreakerDecisionCostDoesNotGrowWithThePool) {
+  auto add = [&](int from, int to) {
+    std::atomic<int> next{from}, failed{0};
+    std::vector<std::thread> adders;
+    for (int t = 0; t < 4; ++t)
+      adders.emplace_back([&] {
+        for (int i; (i = next++) < to;)
+          if (!kube_->add_node({.name = fmt::format("n{:04d}", i), .labels = {{"pool", "a"}}})) ++failed;
+      });
+    for (auto& t : adders) t.join();
+    return failed.load();
+  };
+  ASSERT_EQ(add(0, 201), 0);
+  KubernetesScheduler sched(kube_->options(kube_->cmaxd()));
+  for (const char* held : {"n0002", "n0100", "n0200"}) ASSERT_TRUE(sched.drain(held, "cmax: test hold"));
+  // Someone uncordons n0100 by hand while cmax's taint stays: still held (the label finds it).
+  ASSERT_TRUE(kube_->request("PATCH", "/api/v1/nodes/n0100", R"({"spec":{"unschedulable":null}})",
+                             "application/merge-patch+json"));
+  // Someone else's cordon: read (it is cordoned) but not counted.
+  ASSERT_TRUE(kube_->request("PATCH", "/api/v1/nodes/n0004", R"({"spec":{"unschedulable":true}})",
+                             "application/merge-patch+json"));
+  auto decide = [&](int nodes) {
+    KubernetesScheduler s(kube_->options(kube_->cmaxd()));
+    auto c = s.held_by_cmax("n0002");
+    EXPECT_TRUE(c) << (c ? "" : c.error().message);
+    if (!c) return std::pair<std::uint64_t, std::uint64_t>{0, 0};
+    EXPECT_EQ(c->total, nodes);
+    EXPECT_EQ(c->held, 3);
+    EXPECT_TRUE(c->node_held);
+    return std::pair<std::uint64_t, std::uint64_t>{s.requests_sent(), s.bytes_received()};
+  };
+  // What the old count read: every page of the whole pool.
+  auto full_list = [&] {
+    std::uint64_t bytes = 0;
+    std::string next;
+    for (int page = 0; page < 100; ++page) {
+      auto r = kube_->request("GET", "/api/v1/nodes?limit=500" + (next.empty() ? "" : "&continue=" + next));
+      if (!r) return bytes;
+      bytes += r->text.size();
+      next = r->body.is_object() ? r->body["metadata"].value("continue", "") : "";
+      if (next.empty()) break;
+    }
+    return bytes;
+  };
+  const auto [req_small, bytes_small] = decide(201);
+  const auto full_small = full_list();
+  ASSERT_EQ(add(201, 1002), 0);
+  const auto [req_large, bytes_large] = decide(1002);
+  const auto full_large = full_list();
+  std::printf("[ measure  ] one fleet-breaker decision: 201 nodes %llu requests %llu bytes (full list %llu); "
+              "1002 nodes %llu requests %llu bytes (full list %llu)\n",
+              static_cast<unsigned long long>(req_small), static_cast<unsigned long long>(bytes_small),
+              static_cast<unsigned long long>(full_small), static_cast<unsigned long long>(req_large),
+              static_cast<unsigned long long>(bytes_large), static_cast<unsigned long long>(full_large));
+  EXPECT_EQ(req_small, req_large) << "the same requests at any pool size";
+  EXPECT_LT(static_cast<double>(bytes_large), 1.2 * static_cast<double>(bytes_small)) << "bytes follow the held nodes";
+  EXPECT_LT(bytes_large * 20, full_large) << "a twentieth of the full list at 1,002 nodes";
+}

@@ -322,7 +322,8 @@ constexpr const char* kDrainPatch =
     R"({"op":"add","path":"/spec/unschedulable","value":true},)"
     R"({"op":"add","path":"/spec/taints/-","value":{"effect":"NoSchedule","key":"cmax.io/unhealthy","value":"Xid-79-GPU-fell-off-the-bus"}},)"
     R"({"op":"add","path":"/metadata/annotations/cmax.io~1cordoned","value":"true"},)"
-    R"({"op":"add","path":"/metadata/annotations/cmax.io~1reason","value":"cmax: Xid 79: GPU fell off the bus"}])";
+    R"({"op":"add","path":"/metadata/annotations/cmax.io~1reason","value":"cmax: Xid 79: GPU fell off the bus"},)"
+    R"({"op":"add","path":"/metadata/labels/cmax.io~1held","value":"true"}])";
 
 constexpr const char* kDrainStatus =
     R"({"status":{"conditions":[{"lastHeartbeatTime":"2026-12-02T12:00:00Z",)"
@@ -386,6 +387,23 @@ TEST(KubeParse, OurAnnotationAndTaintsMakeACmaxHold) {
   n = kube::parse_node(j.dump());
   EXPECT_TRUE(n->state.drain_flag());
   EXPECT_EQ(n->state.reason, "cmax: taint cmax.io/reboot-required= (no cmax.io/reason annotation)");
+}
+
+TEST(KubeParse, ListCountsReadTheServersRemainingItemCount) {
+  auto c = kube::parse_list_count(
+      R"({"kind":"PartialObjectMetadataList","apiVersion":"meta.k8s.io/v1","metadata":{"resourceVersion":"9",)"
+      R"("continue":"eyJ2","remainingItemCount":9999},"items":[{"metadata":{"name":"n0001"}}]})");
+  ASSERT_TRUE(c) << c.error().message;
+  EXPECT_EQ(c->items, 1u);
+  EXPECT_EQ(c->remaining, 9999);
+  EXPECT_EQ(c->continue_token, "eyJ2");
+  auto last = kube::parse_list_count(R"({"kind":"NodeList","metadata":{},"items":[{},{}]})");
+  ASSERT_TRUE(last);
+  EXPECT_EQ(last->items, 2u);
+  EXPECT_FALSE(last->remaining);
+  EXPECT_FALSE(kube::parse_list_count(R"({"kind":"PodList","items":[]})"));
+  EXPECT_FALSE(kube::parse_list_count("not json"));
+  EXPECT_FALSE(kube::parse_list_count(R"({"kind":"NodeList","metadata":{"remainingItemCount":-3}})")->remaining);
 }
 
 TEST(KubeParse, RejectsWhatIsNotANode) {
@@ -634,7 +652,8 @@ TEST_F(KubeApi, ResumeOfOurDrainRemovesOnlyWhatCmaxAdded) {
             R"({"op":"remove","path":"/spec/taints/1"},)"
             R"({"op":"remove","path":"/metadata/annotations/cmax.io~1reason"},)"
             R"({"op":"remove","path":"/metadata/annotations/cmax.io~1cordoned"},)"
-            R"({"op":"remove","path":"/spec/unschedulable"}])");
+            R"({"op":"remove","path":"/spec/unschedulable"},)"
+            R"({"op":"remove","path":"/metadata/labels/cmax.io~1held"}])");
   EXPECT_EQ(api_.seen()[2].body,
             R"({"status":{"conditions":[{"lastHeartbeatTime":"2026-12-02T12:00:00Z",)"
             R"("lastTransitionTime":"2026-12-02T12:00:00Z","message":"cmax resumed the node",)"
@@ -808,7 +827,8 @@ TEST_F(KubeApi, RebootTaintsNoExecuteAndAsksForTheRebootOnce) {
       R"({"op":"add","path":"/spec/unschedulable","value":true},)"
       R"({"op":"add","path":"/spec/taints/-","value":{"effect":"NoExecute","key":"cmax.io/reboot-required","timeAdded":"2026-12-02T12:00:00Z","value":"Xid-79"}},)"
       R"({"op":"add","path":"/metadata/annotations/cmax.io~1cordoned","value":"true"},)"
-      R"({"op":"add","path":"/metadata/annotations/cmax.io~1reason","value":"cmax: Xid 79"}])");
+      R"({"op":"add","path":"/metadata/annotations/cmax.io~1reason","value":"cmax: Xid 79"},)"
+      R"({"op":"add","path":"/metadata/labels/cmax.io~1held","value":"true"}])");
   EXPECT_EQ(condition("n1", "CmaxHealthy")["reason"], "CmaxRebootRequired");
   auto s = k.node_state("n1");
   ASSERT_TRUE(s) << s.error().message;
@@ -870,9 +890,16 @@ TEST_F(KubeApi, HeldByCmaxCountsThePoolTheSelectorPicksAcrossPages) {
   EXPECT_EQ(c->held, 2);
   EXPECT_EQ(c->total, 4);
   EXPECT_TRUE(c->node_held);
+  // Only the nodes that can be held are read whole (cmax's label, then the cordoned ones); the
+  // pool is counted as metadata, one object first (this fake gives no remainingItemCount, so the
+  // count pages on).
   EXPECT_EQ(methods(), (std::vector<std::string>{
-                           "GET /api/v1/nodes?labelSelector=pool%3Da100&limit=500",
-                           "GET /api/v1/nodes?labelSelector=pool%3Da100&limit=500&continue=2"}));
+                           "GET /api/v1/nodes?labelSelector=pool%3Da100%2Ccmax.io%2Fheld&limit=500",
+                           "GET /api/v1/nodes?labelSelector=pool%3Da100&fieldSelector=spec.unschedulable%3Dtrue&limit=500",
+                           "GET /api/v1/nodes?labelSelector=pool%3Da100&fieldSelector=spec.unschedulable%3Dtrue&limit=500&continue=2",
+                           "GET /api/v1/nodes?labelSelector=pool%3Da100&limit=1",
+                           "GET /api/v1/nodes?labelSelector=pool%3Da100&limit=500&continue=1",
+                           "GET /api/v1/nodes?labelSelector=pool%3Da100&limit=500&continue=3"}));
 
   api_.forget();
   auto all = scheduler().held_by_cmax("n4");
@@ -881,9 +908,13 @@ TEST_F(KubeApi, HeldByCmaxCountsThePoolTheSelectorPicksAcrossPages) {
   EXPECT_EQ(all->held, 3);
   EXPECT_EQ(all->total, 5);
   EXPECT_FALSE(all->node_held) << "n4 is in service";
-  EXPECT_EQ(methods(), (std::vector<std::string>{"GET /api/v1/nodes?limit=500",
-                                                 "GET /api/v1/nodes?limit=500&continue=2",
-                                                 "GET /api/v1/nodes?limit=500&continue=4"}));
+  EXPECT_EQ(methods(), (std::vector<std::string>{"GET /api/v1/nodes?labelSelector=cmax.io%2Fheld&limit=500",
+                                                 "GET /api/v1/nodes?fieldSelector=spec.unschedulable%3Dtrue&limit=500",
+                                                 "GET /api/v1/nodes?fieldSelector=spec.unschedulable%3Dtrue&limit=500&continue=2",
+                                                 "GET /api/v1/nodes?fieldSelector=spec.unschedulable%3Dtrue&limit=500&continue=4",
+                                                 "GET /api/v1/nodes?limit=1",
+                                                 "GET /api/v1/nodes?limit=500&continue=1",
+                                                 "GET /api/v1/nodes?limit=500&continue=3"}));
 }
 
 TEST_F(KubeApi, PlainHttpToAnotherHostIsRefusedBeforeAnyConnection) {
