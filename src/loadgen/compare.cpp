@@ -624,8 +624,11 @@ std::string svg_hit_rate(const std::vector<RunView>& runs) {
   double group_w = kPlotW / static_cast<double>(runs.size());
   double bar_w = std::min(40.0, group_w * 0.35);
 
-  std::vector<LegendEntry> entries = {{Swatch::kBar, kInk, "measured (cached/prompt)"},
-                                      {Swatch::kPaleBar, kInk, "theoretical (ideal cache)"}};
+  // One run: the kinds' swatches in its bars' colour (solid measured, pale theoretical); several:
+  // the kinds in ink and a colour a run.
+  const std::string_view kind_color = runs.size() == 1 ? color_of(0) : kInk;
+  std::vector<LegendEntry> entries = {{Swatch::kBar, kind_color, "measured (cached/prompt)"},
+                                      {Swatch::kPaleBar, kind_color, "theoretical (ideal cache)"}};
   for (std::size_t i = 0; i < runs.size(); ++i)
     entries.push_back({Swatch::kBar, color_of(i), runs[i].label});
   std::vector<std::string> note_lines = {
@@ -679,15 +682,17 @@ std::string svg_cost(const std::vector<RunView>& runs) {
   }
   std::string skipped_note =
       skipped.empty() ? ""
-                      : "not plotted (no bill: run without --prices): " + joined_labels(skipped);
+                      : "not plotted (no bill: run without --prices FILE; cmax run --prices FILE): " +
+                            joined_labels(skipped);
   if (runs.empty()) return no_data(kTitle, "");
   if (billed.empty()) return no_data(kTitle, skipped_note);
 
   YScale y = y_scale(top);
   double group_w = kPlotW / static_cast<double>(billed.size());
   double bar_w = std::min(40.0, group_w * 0.35);
-  std::vector<LegendEntry> entries = {{Swatch::kBar, kInk, "measured hit rate"},
-                                      {Swatch::kPaleBar, kInk, "at reference hit rate"}};
+  const std::string_view kind_color = billed.size() == 1 ? color_of(billed.front()) : kInk;
+  std::vector<LegendEntry> entries = {{Swatch::kBar, kind_color, "measured hit rate"},
+                                      {Swatch::kPaleBar, kind_color, "at reference hit rate"}};
   for (std::size_t i : billed) entries.push_back({Swatch::kBar, color_of(i), runs[i].label});
   std::vector<std::string> note_lines = {
       "the same prompt and completion tokens priced at each run's measured and reference hit rate; "

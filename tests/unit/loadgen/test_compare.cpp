@@ -282,3 +282,22 @@ TEST(CompareSvg, EmptyAndDegenerateInput) {
 
 }  // namespace
 }  // namespace cmax::loadgen
+
+namespace cmax::loadgen {
+namespace {
+
+// Issue 35: with one run the hit-rate and cost legends' swatches are in its bars' colour, not ink.
+TEST(CompareCharts, OneRunsLegendSwatchesHaveItsBarsColour) {
+  std::vector<RunView> one{run("a", 0.9, 0.95, false, true)};
+  for (const auto& [svg, entry] : {std::pair{svg_hit_rate(one), std::string(">measured (cached/prompt)<")},
+                                   std::pair{svg_cost(one), std::string(">measured hit rate<")}}) {
+    const auto legend = svg.find(entry);
+    ASSERT_NE(legend, std::string::npos) << svg;
+    const auto rect = svg.rfind("<rect", legend);
+    ASSERT_NE(rect, std::string::npos);
+    EXPECT_NE(svg.substr(rect, legend - rect).find("fill=\"#1f77b4\""), std::string::npos) << svg.substr(rect, legend - rect);
+  }
+}
+
+}  // namespace
+}  // namespace cmax::loadgen
