@@ -64,6 +64,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (auto page = kube::parse_node_list(in))
     for (const auto& n : page->nodes) check(!n.name.empty());
   if (auto count = kube::parse_list_count(in)) check(!count->remaining || *count->remaining >= 0);
+  // The breaker's Lease: what it reads, it writes back the same.
+  if (auto lease = kube::parse_breaker_lease(in)) {
+    auto again = kube::parse_breaker_lease(kube::breaker_lease_json("l", "ns", *lease, "h", 120));
+    check(again.has_value() && again->claims == lease->claims);
+  }
   // The bytes as the Node next to an empty PodList, and as the PodList next to a plain Node.
   constexpr std::string_view kNode = R"({"kind":"Node","metadata":{"name":"k1"},"status":{"conditions":[{"type":"Ready","status":"True"}]}})";
   constexpr std::string_view kPods = R"({"kind":"PodList","items":[]})";

@@ -45,6 +45,21 @@ void log_line(std::string_view level, std::string_view msg) {
   std::fwrite(out.data(), 1, out.size(), stderr);
 }
 
+int fleet_limit(const sched::PoolCount& pool, double max_percent, int max_nodes, std::string* why_out) {
+  int limit = pool.total;
+  std::string why;
+  if (max_percent > 0) {
+    limit = std::max(1, static_cast<int>(std::floor(pool.total * max_percent / 100.0)));
+    why = fmt::format("{}% of {} = {} node{}", max_percent, pool.total, limit, limit == 1 ? "" : "s");
+  }
+  if (max_nodes > 0 && max_nodes < limit) {
+    limit = max_nodes;
+    why = fmt::format("{} node{}", limit, limit == 1 ? "" : "s");
+  }
+  if (why_out) *why_out = std::move(why);
+  return limit;
+}
+
 std::optional<std::string> fleet_refusal(const sched::PoolCount& pool, double max_percent, int max_nodes) {
   if (pool.node_held) return std::nullopt;  // already out of service: nothing more is taken
   int limit = pool.total;
@@ -452,6 +467,16 @@ Result<Agent::Attempt> Agent::attempt_action(const Request& r) {
     auto pool = scheduler_.held_by_cmax(options_.node);
     if (!pool) return Unexpected<Error>{pool.error()};
     if ((out.refusal = fleet_refusal(*pool, options_.fleet_max_percent, options_.fleet_max_nodes))) return out;
+    // The read said yes; the slot is then taken through the control plane's own serialisation,
+    // so that agents faulting in the same instant cannot all take the last one.
+    auto claim = scheduler_.claim_hold(options_.node, *pool,
+                                       fleet_limit(*pool, options_.fleet_max_percent, options_.fleet_max_nodes, nullptr));
+    if (!claim) return Unexpected<Error>{claim.error()};
+    if (!claim->granted) {
+      out.refusal = claim->why;
+      return out;
+    }
+    if (!claim->exact && !claim->why.empty() && !breaker_not_exact_said_.exchange(true)) log_line("warn", claim->why);
   }
   auto res = r.verb == "drain"    ? scheduler_.drain(options_.node, r.reason)
              : r.verb == "reboot" ? scheduler_.reboot(options_.node, r.reason)

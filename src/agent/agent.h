@@ -64,6 +64,9 @@ struct AgentOptions {
 
 /// Why the fleet breaker refuses to take one more node out of `pool`, or nullopt when it may.
 std::optional<std::string> fleet_refusal(const sched::PoolCount& pool, double max_percent, int max_nodes);
+/// How many nodes of `pool` cmax may hold: `max_percent` of it (at least one), at most
+/// `max_nodes` when that is set; `why` (optional) says how it was reached.
+int fleet_limit(const sched::PoolCount& pool, double max_percent, int max_nodes, std::string* why);
 
 /// Upper bounds (seconds) of the action-latency histogram's buckets; +Inf is implied.
 inline constexpr double kLatencyBuckets[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
@@ -179,6 +182,7 @@ class Agent {
   AgentStats stats_;
   std::optional<std::uint64_t> last_seq_, saved_seq_;
   std::atomic<bool> holding_{false};  ///< this agent's drain or reboot took the node out
+  std::atomic<bool> breaker_not_exact_said_{false};  ///< the fleet breaker fell back to read-then-act (said once)
 };
 
 /// One log record on stderr as a JSON line ({"level":..., "msg":...}); cmaxd's only log format.

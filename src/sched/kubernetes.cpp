@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -382,6 +383,7 @@ Result<PoolCount> KubernetesScheduler::held_by_cmax(std::string_view node) {
     for (const auto& n : page) {
       if (!seen.insert(n.name).second || !sched::held_by_cmax(n)) continue;
       ++c.held;
+      c.held_nodes.push_back(n.name);
       if (n.name == node) c.node_held = true;
     }
   };
@@ -391,6 +393,79 @@ Result<PoolCount> KubernetesScheduler::held_by_cmax(std::string_view node) {
   if (!total) return Unexpected<Error>{total.error()};
   c.total = *total;
   return c;
+}
+
+Result<Claim> KubernetesScheduler::claim_hold(std::string_view node, const PoolCount& pool, int limit) {
+  constexpr std::string_view kAction = "claim a fleet-breaker slot for";
+  constexpr int kMaxClaimTries = 64;
+  if (auto r = kube::check_node_name(node); !r) return fail_on(kAction, node, r.error());
+  if (options_.dry_run) return Claim{true, false, "dry run: no slot claimed"};
+  const std::string ns = kube::encode_query_value(options_.breaker_namespace);
+  const std::string collection = "/apis/coordination.k8s.io/v1/namespaces/" + ns + "/leases";
+  const std::string path = collection + "/" + kube::encode_query_value(options_.breaker_lease);
+  const std::string where = options_.breaker_namespace + "/" + options_.breaker_lease;
+  auto not_exact = [&](const Reply& r, std::string_view method) {
+    return Claim{true, false,
+                 fmt::format("fleet breaker not exact (read-then-act): {} lease {}: {} {}; grant the Role of "
+                             "deploy/kubernetes/cmaxd.yaml (leases get, create, update in {})",
+                             method, where, r.status, r.reason, options_.breaker_namespace)};
+  };
+  std::mt19937 jitter(std::random_device{}());
+  for (int attempt = 1; attempt <= kMaxClaimTries; ++attempt) {
+    if (attempt > 1)  // another agent wrote between our read and our write: let it finish
+      std::this_thread::sleep_for(std::chrono::milliseconds(std::uniform_int_distribution<int>(2, 20 + 4 * attempt)(jitter)));
+    auto got = request("GET", path, {}, {});
+    if (!got) return fail_on(kAction, node, got.error());
+    kube::BreakerLease lease;
+    if (got->status == 404) {
+      auto made = request("POST", collection, "application/json",
+                          kube::breaker_lease_json(options_.breaker_lease, options_.breaker_namespace, {}, "cmax",
+                                                   static_cast<int>(options_.claim_ttl.count())));
+      if (!made) return fail_on(kAction, node, made.error());
+      if (made->status == 403 || made->status == 404) return not_exact(*made, "POST");
+      if (!is_success(made->status) && made->status != 409)
+        return fail_on(kAction, node, http_error("POST", collection, made->status, made->reason, made->body, options_));
+      continue;  // made (or another agent made it): read it
+    }
+    if (got->status == 403) return not_exact(*got, "GET");
+    if (!is_success(got->status))
+      return fail_on(kAction, node, http_error("GET", path, got->status, got->reason, got->body, options_));
+    auto parsed = kube::parse_breaker_lease(got->body);
+    if (!parsed) return fail("{} {}: GET {}: {}", kAction, node, path, parsed.error().message);
+    lease = std::move(*parsed);
+    const auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(clock_->now().time_since_epoch()).count();
+    const auto ttl_ms = std::chrono::duration_cast<std::chrono::milliseconds>(options_.claim_ttl).count();
+    // Claims older than the TTL are dropped: the drain shows as held by then, or it failed.
+    std::erase_if(lease.claims, [&](const auto& c) { return now_ms - c.second > ttl_ms || c.second > now_ms + ttl_ms; });
+    std::set<std::string> counted(pool.held_nodes.begin(), pool.held_nodes.end());
+    for (const auto& [n, at] : lease.claims) counted.insert(n);
+    const bool mine = counted.count(std::string(node)) > 0 || pool.node_held;
+    // Held nodes the pool read could not name (an older scheduler's count) still count.
+    const int count = static_cast<int>(counted.size()) + std::max(0, pool.held - static_cast<int>(pool.held_nodes.size()));
+    if (!mine && count + 1 > limit) {
+      std::vector<std::string> claimed;
+      for (const auto& [n, at] : lease.claims)
+        if (!std::count(pool.held_nodes.begin(), pool.held_nodes.end(), n)) claimed.push_back(n);
+      return Claim{false, true,
+                   fmt::format("fleet circuit breaker: cmax holds {} and other agents have claimed {} of {} nodes in {} "
+                               "(limit {}; lease {}{})",
+                               pool.held, count - pool.held, pool.total, pool.pool, limit, where,
+                               claimed.empty() ? std::string() : fmt::format(", claimed by {}", fmt::join(claimed, ", ")))};
+    }
+    lease.claims[std::string(node)] = now_ms;
+    const std::string body = kube::breaker_lease_json(options_.breaker_lease, options_.breaker_namespace, lease,
+                                                      std::string(node),
+                                                      static_cast<int>(options_.claim_ttl.count()));
+    auto put = request("PUT", path, "application/json", body);
+    if (!put) return fail_on(kAction, node, put.error());
+    if (put->status == 409) continue;  // someone else's claim came first: count again
+    if (put->status == 403) return not_exact(*put, "PUT");
+    if (!is_success(put->status))
+      return fail_on(kAction, node, http_error("PUT", path, put->status, put->reason, put->body, options_));
+    return Claim{true, true, fmt::format("slot {} of {} in {} (lease {})", count + (mine ? 0 : 1), limit, pool.pool, where)};
+  }
+  return fail("{} {}: lease {} changed under every one of {} tries; too many agents at once: retry", kAction, node, where,
+              kMaxClaimTries);
 }
 
 }  // namespace cmax::sched

@@ -78,6 +78,11 @@ struct KubernetesOptions {
   /// Effect of the reboot taint: NoExecute (pods leave now) when true, else NoSchedule (running
   /// pods finish first, like Slurm's `reboot ASAP`).
   bool reboot_evicts = true;
+  /// The Lease the fleet breaker's agents take their slots through (claim_hold): namespace and
+  /// name, and how long a claim counts before the node shows as held (or the drain failed).
+  std::string breaker_namespace = "cmax-system";
+  std::string breaker_lease = "cmax-fleet-breaker";
+  std::chrono::seconds claim_ttl{120};
 
   /// Options for a pod: api_url from KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT.
   static Result<KubernetesOptions> in_cluster();
@@ -111,6 +116,11 @@ class KubernetesScheduler final : public Scheduler {
   /// Lists the nodes options.pool_selector picks (all without one), 500 a page, and counts those
   /// cmax holds (cordoned or carrying a cmax taint, with a "cmax: " reason).
   Result<PoolCount> held_by_cmax(std::string_view node) override;
+  /// Through the Lease breaker_namespace/breaker_lease, updated only on its resourceVersion (409
+  /// when another agent wrote first: read again and count again): held nodes and live claims
+  /// together never pass `limit`. A Lease this agent may not read or write (403, 404 on the API)
+  /// grants the slot as read-then-act did, not exact, saying why.
+  Result<Claim> claim_hold(std::string_view node, const PoolCount& pool, int limit) override;
 
   /// GET `path` ("/api/v1/pods?fieldSelector=...", encoded by the caller) read-only: the body of a
   /// 2xx answer, or an error naming the request, status and the API's message.

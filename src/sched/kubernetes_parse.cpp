@@ -311,6 +311,37 @@ Result<ListCount> parse_list_count(std::string_view text) {
   return c;
 }
 
+Result<BreakerLease> parse_breaker_lease(std::string_view text) {
+  auto j = parse_json(text);
+  if (!j) return fail("answer is not JSON");
+  if (!j->is_object() || string_at(*j, "kind") != "Lease")
+    return fail("not a Lease object (kind \"{}\")", j->is_object() ? string_at(*j, "kind") : "");
+  BreakerLease l;
+  const json* meta = find(*j, "metadata");
+  if (!meta) return fail("Lease without metadata");
+  l.resource_version = string_at(*meta, "resourceVersion");
+  if (const json* ann = find(*meta, "annotations"); ann && ann->is_object()) {
+    auto claims = parse_json(string_at(*ann, kClaimsAnnotation));
+    if (claims && claims->is_object())
+      for (const auto& [node, at] : claims->items())
+        if (at.is_number_integer() && check_node_name(node)) l.claims[node] = at.get<std::int64_t>();
+  }
+  return l;
+}
+
+std::string breaker_lease_json(std::string_view name, std::string_view ns, const BreakerLease& lease,
+                               std::string_view holder, int duration_s) {
+  json claims = json::object();
+  for (const auto& [node, at] : lease.claims) claims[node] = at;
+  json meta = {{"name", name}, {"namespace", ns}, {"annotations", {{kClaimsAnnotation, claims.dump()}}}};
+  if (!lease.resource_version.empty()) meta["resourceVersion"] = lease.resource_version;
+  return json{{"apiVersion", "coordination.k8s.io/v1"},
+              {"kind", "Lease"},
+              {"metadata", meta},
+              {"spec", {{"holderIdentity", holder}, {"leaseDurationSeconds", duration_s}}}}
+      .dump();
+}
+
 std::optional<std::string> status_message(std::string_view text) {
   auto j = parse_json(text);
   if (!j || string_at(*j, "kind") != "Status") return std::nullopt;

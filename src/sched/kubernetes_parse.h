@@ -4,6 +4,7 @@
 // stays in the .cpp.
 
 #include <optional>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -112,6 +113,22 @@ struct ListCount {
   std::string continue_token;             ///< metadata.continue; "" on the last page
 };
 Result<ListCount> parse_list_count(std::string_view json);
+
+/// The fleet breaker's Lease (coordination.k8s.io/v1): the slots agents claimed, node -> the
+/// claim's time (ms since the epoch), in the annotation cmax.io/claims; resourceVersion is what
+/// an update is conditional on.
+inline constexpr std::string_view kClaimsAnnotation = "cmax.io/claims";
+struct BreakerLease {
+  std::string resource_version;
+  std::map<std::string, std::int64_t> claims;
+};
+/// A Lease object -> its claims; a missing or unreadable annotation is no claims (an update then
+/// writes a good one); what is not a Lease is an error.
+Result<BreakerLease> parse_breaker_lease(std::string_view json);
+/// The Lease to create (empty resource_version) or to update (with it, so that the API server
+/// refuses it with 409 when another agent wrote first). Pure.
+std::string breaker_lease_json(std::string_view name, std::string_view ns, const BreakerLease& lease,
+                               std::string_view holder, int duration_s);
 
 /// The message of a Kubernetes Status object (an error answer); nullopt when `json` is not one.
 std::optional<std::string> status_message(std::string_view json);

@@ -35,6 +35,15 @@ struct PoolCount {
   int held = 0;      ///< drained, draining or down with a reason that starts with kReasonPrefix
   int total = 0;     ///< nodes in the pool
   bool node_held = false;  ///< the node asked about is itself among the held
+  std::vector<std::string> held_nodes;  ///< their names, where the scheduler read them (Kubernetes)
+};
+
+/// A fleet-breaker slot taken (or refused) through the control plane's own concurrency control,
+/// so that agents faulting in the same instant cannot all read "0 held" and all drain.
+struct Claim {
+  bool granted = true;
+  bool exact = false;  ///< decided under the control plane's serialisation; false: read-then-act
+  std::string why;     ///< refused: why (the count, the limit, who claimed); not exact: why not
 };
 
 /// Whether resume() may undo a drain that cmax did not set.
@@ -60,6 +69,13 @@ class Scheduler {
   virtual Result<Action> reboot(std::string_view node, std::string_view reason) = 0;
   /// The nodes cmax holds now in `node`'s pool; `node` itself counts when it is held.
   virtual Result<PoolCount> held_by_cmax(std::string_view node) = 0;
+  /// Takes one of `limit` slots of the pool for `node` before a drain, counting `pool`'s held
+  /// nodes and the slots other agents claimed and have not yet shown as held. The default (no
+  /// shared object to serialise on) grants it, not exact: the read in held_by_cmax decided.
+  virtual Result<Claim> claim_hold(std::string_view node, const PoolCount& pool, int limit) {
+    (void)node, (void)pool, (void)limit;
+    return Claim{};
+  }
 };
 
 }  // namespace cmax::sched

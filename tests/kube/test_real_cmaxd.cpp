@@ -11,6 +11,8 @@
 #include <atomic>
 #include <chrono>
 #include <fstream>
+#include <latch>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -18,6 +20,7 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include "agent/agent.h"
 #include "sched/kubernetes.h"
 #include "support/daemon.h"
 #include "support/kmsg.h"
@@ -423,4 +426,77 @@ TEST_F(FleetRealApiServer, FleetBreakerDecisionCostDoesNotGrowWithThePool) {
   EXPECT_EQ(req_small, req_large) << "the same requests at any pool size";
   EXPECT_LT(static_cast<double>(bytes_large), 1.2 * static_cast<double>(bytes_small)) << "bytes follow the held nodes";
   EXPECT_LT(bytes_large * 20, full_large) << "a twentieth of the full list at 1,002 nodes";
+}
+
+// Issue 36: 50 agents fault in the same instant on a 1,000-node pool with a 1% limit. Each reads
+// the pool, then takes its slot through the breaker's Lease, updated only on its resourceVersion:
+// exactly 10 drain, the other 40 are refused and say why. The same burst without the Lease (each
+// agent alone: read, then drain) is shown beside it on a second pool.
+TEST_F(FleetRealApiServer, FleetBreakerHoldsItsLimitUnderASimultaneousBurst) {
+  constexpr int kNodes = 1000, kBurst = 50;
+  std::atomic<int> next{0}, failed{0};
+  std::vector<std::thread> adders;
+  for (int t = 0; t < 4; ++t)
+    adders.emplace_back([&] {
+      for (int i; (i = next++) < kNodes;)
+        if (!kube_->add_node({.name = fmt::format("n{:04d}", i), .labels = {{"pool", i < kNodes / 2 ? "a" : "b"}}}))
+          ++failed;
+    });
+  for (auto& t : adders) t.join();
+  ASSERT_EQ(failed, 0);
+  auto burst = [&](const std::string& pool, int first, bool lease, std::vector<std::string>* refusals) {
+    std::latch go(kBurst);
+    std::atomic<int> drained{0};
+    std::mutex mu;
+    std::vector<std::thread> agents;
+    for (int i = 0; i < kBurst; ++i)
+      agents.emplace_back([&, i] {
+        auto o = kube_->options(kube_->cmaxd());
+        o.pool_selector = "pool=" + pool;
+        KubernetesScheduler s(o);
+        const std::string node = fmt::format("n{:04d}", first + i * 7);
+        go.arrive_and_wait();
+        auto p = s.held_by_cmax(node);
+        ASSERT_TRUE(p) << p.error().message;
+        if (auto no = cmax::agent::fleet_refusal(*p, 1.0, 0)) {
+          std::lock_guard l(mu);
+          refusals->push_back(*no);
+          return;
+        }
+        if (lease) {
+          auto c = s.claim_hold(node, *p, cmax::agent::fleet_limit(*p, 1.0, 0, nullptr));
+          ASSERT_TRUE(c) << c.error().message;
+          EXPECT_TRUE(c->exact) << c->why;
+          if (!c->granted) {
+            std::lock_guard l(mu);
+            refusals->push_back(c->why);
+            return;
+          }
+        }
+        if (s.drain(node, "cmax: burst")) ++drained;
+      });
+    for (auto& a : agents) a.join();
+    return drained.load();
+  };
+  std::vector<std::string> refused;
+  const auto t0 = std::chrono::steady_clock::now();
+  const int with_lease = burst("a", 0, true, &refused);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  KubernetesScheduler check([&] {
+    auto o = kube_->options(kube_->cmaxd());
+    o.pool_selector = "pool=a";
+    return o;
+  }());
+  auto held = check.held_by_cmax("n0000");
+  ASSERT_TRUE(held) << held.error().message;
+  EXPECT_EQ(with_lease, 5) << "1% of 500";
+  EXPECT_EQ(held->held, 5);
+  EXPECT_EQ(refused.size(), static_cast<std::size_t>(kBurst - 5));
+  for (const auto& r : refused) EXPECT_NE(r.find("fleet circuit breaker"), std::string::npos) << r;
+  std::vector<std::string> refused_alone;
+  const int alone = burst("b", kNodes / 2, false, &refused_alone);
+  std::printf("[ measure  ] %d agents at once on 500 nodes, limit 1%% (5): with the Lease %d drained, %zu refused, "
+              "%.2f s; read-then-act alone %d drained\n",
+              kBurst, with_lease, refused.size(), seconds, alone);
+  EXPECT_GE(alone, 5);
 }

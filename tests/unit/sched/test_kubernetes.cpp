@@ -406,6 +406,30 @@ TEST(KubeParse, ListCountsReadTheServersRemainingItemCount) {
   EXPECT_FALSE(kube::parse_list_count(R"({"kind":"NodeList","metadata":{"remainingItemCount":-3}})")->remaining);
 }
 
+TEST(KubeParse, TheBreakersLeaseRoundTripsItsClaims) {
+  kube::BreakerLease l;
+  l.resource_version = "41";
+  l.claims = {{"n0001", 1765000000000}, {"gpu-7", 1765000000500}};
+  const std::string text = kube::breaker_lease_json("cmax-fleet-breaker", "cmax-system", l, "n0001", 120);
+  auto j = nlohmann::json::parse(text);
+  EXPECT_EQ(j["metadata"]["resourceVersion"], "41") << "an update is conditional on what was read";
+  EXPECT_EQ(j["spec"]["leaseDurationSeconds"], 120);
+  auto back = kube::parse_breaker_lease(text);
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(back->claims, l.claims);
+  // A create carries no resourceVersion; a garbled annotation is no claims, never an error.
+  EXPECT_FALSE(nlohmann::json::parse(kube::breaker_lease_json("x", "ns", {}, "cmax", 120))["metadata"].contains("resourceVersion"));
+  auto garbled = kube::parse_breaker_lease(
+      R"({"kind":"Lease","metadata":{"resourceVersion":"7","annotations":{"cmax.io/claims":"{not json"}}})");
+  ASSERT_TRUE(garbled);
+  EXPECT_TRUE(garbled->claims.empty());
+  auto bad_names = kube::parse_breaker_lease(
+      R"({"kind":"Lease","metadata":{"annotations":{"cmax.io/claims":"{\"UPPER/x\":1,\"ok-1\":2,\"n2\":\"3\"}"}}})");
+  ASSERT_TRUE(bad_names);
+  EXPECT_EQ(bad_names->claims.size(), 1u);
+  EXPECT_FALSE(kube::parse_breaker_lease(R"({"kind":"Node","metadata":{}})"));
+}
+
 TEST(KubeParse, RejectsWhatIsNotANode) {
   EXPECT_FALSE(kube::parse_node("not json"));
   EXPECT_EQ(kube::parse_node(R"({"kind":"Pod","metadata":{"name":"p"}})").error().message,
