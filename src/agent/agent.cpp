@@ -62,16 +62,8 @@ int fleet_limit(const sched::PoolCount& pool, double max_percent, int max_nodes,
 
 std::optional<std::string> fleet_refusal(const sched::PoolCount& pool, double max_percent, int max_nodes) {
   if (pool.node_held) return std::nullopt;  // already out of service: nothing more is taken
-  int limit = pool.total;
   std::string why;
-  if (max_percent > 0) {
-    limit = std::max(1, static_cast<int>(std::floor(pool.total * max_percent / 100.0)));
-    why = fmt::format("{}% of {} = {} node{}", max_percent, pool.total, limit, limit == 1 ? "" : "s");
-  }
-  if (max_nodes > 0 && max_nodes < limit) {
-    limit = max_nodes;
-    why = fmt::format("{} node{}", limit, limit == 1 ? "" : "s");
-  }
+  const int limit = fleet_limit(pool, max_percent, max_nodes, &why);
   if (pool.held + 1 <= limit) return std::nullopt;
   return fmt::format("fleet circuit breaker: cmax already holds {} of {} nodes in {} (limit {})", pool.held,
                      pool.total, pool.pool, why);
