@@ -53,4 +53,12 @@ inline std::string slurp(const std::filesystem::path& p) {
 /// The document, or a discarded value when the file is missing or not JSON.
 inline nlohmann::json read_json(const std::filesystem::path& p) { return nlohmann::json::parse(slurp(p), nullptr, false); }
 
+/// A stage of a campaign.json (cmax.campaign/1) by its id; nullptr when there is none.
+inline const nlohmann::json* campaign_stage(const nlohmann::json& campaign, const std::string& id) {
+  if (!campaign.is_object() || !campaign.contains("stages")) return nullptr;
+  for (const auto& s : campaign["stages"])
+    if (s.value("id", "") == id) return &s;
+  return nullptr;
+}
+
 }  // namespace cmax::test

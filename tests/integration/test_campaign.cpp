@@ -18,6 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli_run.h"
 #include "core/process.h"
 #include "endpoint_serve_fixture.h"
 #include "support/daemon.h"
@@ -31,37 +32,10 @@ using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 using cmax::test::SlurmCluster;
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
-
-json read_json(const fs::path& p) { return json::parse(slurp(p), nullptr, false); }
-
-struct Ran {
-  int code = -1;
-  std::string out, err;
-  double seconds = 0;
-};
-
-Ran run(std::vector<std::string> argv, const std::vector<std::string>& env, std::chrono::milliseconds timeout) {
-  const auto t0 = std::chrono::steady_clock::now();
-  auto r = cmax::core::run_process({std::move(argv), timeout, 64u << 20, env});
-  Ran out;
-  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  EXPECT_TRUE(r) << (r ? "" : r.error().message);
-  if (!r) return out;
-  out.code = r->timed_out ? -2 : r->exit_code;
-  out.out = r->out;
-  out.err = r->err;
-  return out;
-}
-
-const json* stage(const json& campaign, const std::string& id) {
-  for (const auto& s : campaign["stages"])
-    if (s.value("id", "") == id) return &s;
-  return nullptr;
-}
+using cmax::test::read_json;
+using cmax::test::run;
+using cmax::test::slurp;
+constexpr auto stage = cmax::test::campaign_stage;
 
 // What the test asks of each stage to keep it to minutes on a 2-core VM: one collective to 1 MiB
 // (over 1, 2 and 4 "nodes", all on this machine: cmax-collbench through mpirun), CPU and memory

@@ -33,11 +33,7 @@ using cmax::test::cmax_run;
 using cmax::test::read_json;
 using cmax::test::slurp;
 
-const json* stage_of(const json& campaign, const std::string& id) {
-  for (const auto& s : campaign["stages"])
-    if (s.value("id", "") == id) return &s;
-  return nullptr;
-}
+constexpr auto stage_of = cmax::test::campaign_stage;
 
 bool contains(const std::vector<std::string>& v, const std::string& x) { return std::find(v.begin(), v.end(), x) != v.end(); }
 
