@@ -13,8 +13,9 @@ namespace cmax::campaign {
 
 bool says_nothing(std::string_view line) {
   // The pointers to documents a command prints last: true of its run, not of why it ended.
-  for (std::string_view p : {"report: ", "report.html", "Run directory: ", "run directory: "})
-    if (line.rfind(p, 0) == 0 || (p == "report.html" && line.find(p) != std::string_view::npos)) return true;
+  if (line.find("report.html") != std::string_view::npos) return true;
+  for (std::string_view p : {"report: ", "Run directory: ", "run directory: "})
+    if (line.starts_with(p)) return true;
   return false;
 }
 

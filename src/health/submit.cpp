@@ -314,15 +314,10 @@ Result<SubmitOutcome> submit_active(const SubmitOptions& o) {
 
 namespace cmax::health {
 
-MergedResults merge_active_results(std::string_view job_id, const std::vector<std::string>& nodes,
-                                   const std::vector<NodeResultFile>& files, std::string_view job_end) {
-  auto merged = merge_active_jobs({{std::string(job_id), "", nodes, files, std::string(job_end)}});
-  auto doc = nlohmann::ordered_json::parse(merged.document);
-  doc.erase("jobs");
-  return {doc.dump(2) + "\n", merged.healthy};
-}
-
-MergedResults merge_active_jobs(const std::vector<JobResults>& jobs) {
+namespace {
+// The merged document; `list_jobs` adds the `jobs` array (several jobs' merge), which the one-job
+// document has never carried.
+MergedResults merge_jobs(const std::vector<JobResults>& jobs, bool list_jobs) {
   using ojson = nlohmann::ordered_json;
   std::string ids, ends;
   ojson job_list = ojson::array();
@@ -384,9 +379,17 @@ MergedResults merge_active_jobs(const std::vector<JobResults>& jobs) {
   for (const auto& [k, v] : counts) c[k] = v;
   doc["counts"] = std::move(c);
   doc["results"] = std::move(results);
-  doc["jobs"] = std::move(job_list);
+  if (list_jobs) doc["jobs"] = std::move(job_list);
   return {doc.dump(2) + "\n", healthy};
 }
+}  // namespace
+
+MergedResults merge_active_results(std::string_view job_id, const std::vector<std::string>& nodes,
+                                   const std::vector<NodeResultFile>& files, std::string_view job_end) {
+  return merge_jobs({{std::string(job_id), "", nodes, files, std::string(job_end)}}, false);
+}
+
+MergedResults merge_active_jobs(const std::vector<JobResults>& jobs) { return merge_jobs(jobs, true); }
 
 Result<std::string> wait_for_job(const SubmitOptions& o, std::string_view job_id, std::chrono::seconds timeout,
                                  const std::atomic<bool>* stop, std::chrono::milliseconds poll) {
