@@ -63,6 +63,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   if (auto page = kube::parse_node_list(in))
     for (const auto& n : page->nodes) check(!n.name.empty());
+  if (auto e = kube::parse_node_watch_event(in)) {
+    check(!e->type.empty());
+    check(e->node.has_value() == (e->type == "ADDED" || e->type == "MODIFIED" || e->type == "DELETED"));
+  }
   if (auto count = kube::parse_list_count(in)) check(!count->remaining || *count->remaining >= 0);
   // The breaker's Lease: what it reads, it writes back the same.
   if (auto lease = kube::parse_breaker_lease(in)) {

@@ -113,7 +113,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--resume-watch-ms", resume_watch_ms,
                  "While cmaxd holds the node out, read its state this often; a resume someone else made (an\n"
-                 "operator, cmax drill cleanup) is then recorded, so SLA accounting ends the outage there (0: off)")
+                 "operator, cmax drill cleanup) is then recorded, so SLA accounting ends the outage there (0: off).\n"
+                 "On Kubernetes the held node is watched instead (one request per 10 minutes, none when idle)")
       ->capture_default_str();
   app.add_option("--fleet-max-percent", opt.fleet_max_percent,
                  "Fleet breaker: before each drain or reboot, read the node's partitions from Slurm and refuse\n"
@@ -202,6 +203,7 @@ int main(int argc, char** argv) {
     ko.pool_selector = kube_pool;
     ko.timeout = std::chrono::milliseconds(kube_timeout_ms);
     ko.dry_run = opt.dry_run;
+    ko.user_agent = fmt::format("cmaxd/{} node/{}", CMAX_VERSION, opt.node);
     scheduler = std::make_unique<sched::KubernetesScheduler>(ko);
   } else {
     sched::SlurmOptions so;

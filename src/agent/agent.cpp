@@ -142,6 +142,11 @@ Result<void> Agent::run(std::stop_token stop) {
                                options_.act_on == Origins::any ? "kernel and userspace" : "kernel",
                                options_.dry_run ? " (dry run)" : ""));
   std::jthread worker_thread([this](std::stop_token st) { worker(st); });
+  // A scheduler that pushes changes is watched only while this agent holds the node: an idle
+  // agent sends nothing. One without is polled by the worker every resume_watch.
+  std::jthread resume_thread;
+  if (options_.resume_watch.count() > 0 && scheduler_.watches_resume())
+    resume_thread = std::jthread([this](std::stop_token st) { resume_loop(st); });
   std::vector<std::jthread> probe_threads;
   for (auto& entry : probes_)
     probe_threads.emplace_back([this, &entry](std::stop_token st) { probe_loop(entry, st); });
@@ -409,7 +414,7 @@ void Agent::worker(std::stop_token stop) {
     {
       std::unique_lock q(mu_);
       bool got = true;
-      if (options_.resume_watch.count() > 0)
+      if (options_.resume_watch.count() > 0 && !scheduler_.watches_resume())
         got = cv_.wait_for(q, stop, options_.resume_watch, [&] { return !queue_.empty(); });
       else
         cv_.wait(q, stop, [&] { return !queue_.empty(); });
@@ -430,24 +435,56 @@ void Agent::watch_resume() {
   if (!holding_) return;
   auto st = scheduler_.node_state(options_.node);
   if (!st || st->drain_flag() || st->down()) return;  // unreadable, or still out: nothing to record
+  record_observed_resume(*st);
+}
+
+void Agent::resume_loop(std::stop_token stop) {
+  std::chrono::milliseconds backoff{1000};
+  while (!stop.stop_requested()) {
+    {
+      std::unique_lock h(hold_mu_);
+      hold_cv_.wait(h, stop, [&] { return holding_.load(); });
+      if (stop.stop_requested()) return;
+    }
+    auto st = scheduler_.wait_in_service(options_.node, stop);
+    if (stop.stop_requested()) return;
+    if (!st) {
+      // The API server is away or the watch broke: try again, backing off, without losing the hold.
+      log_line("warn", fmt::format("{} (watching again in {} ms)", st.error().message, backoff.count()));
+      std::unique_lock h(hold_mu_);
+      hold_cv_.wait_for(h, stop, backoff, [] { return false; });
+      backoff = std::min<std::chrono::milliseconds>(backoff * 2, options_.retry_max);
+      continue;
+    }
+    backoff = std::chrono::milliseconds(1000);
+    if (*st) record_observed_resume(**st);
+  }
+}
+
+void Agent::record_observed_resume(const sched::NodeState& st) {
+  {
+    // This agent's own resume is recorded by execute(); only one made by someone else is here.
+    std::lock_guard h(hold_mu_);
+    if (!holding_ || self_resuming_) return;
+    holding_ = false;
+  }
   const double now = now_unix();
   const std::string reason = fmt::format("observed: {} is back in service ({}), resumed by someone else", options_.node,
-                                         st->state);
+                                         st.state);
   {
     std::lock_guard lock(log_mu_);
     auto id = log_.begin_action(options_.node, -1, "resume", options_.node, reason, now);
     if (!id) {
       log_line("error", id.error().message);
-      return;
+    } else if (auto f = log_.finish_action(*id, "done", "read from the scheduler", now); !f) {
+      log_line("error", f.error().message);
     }
-    if (auto f = log_.finish_action(*id, "done", "read from the scheduler", now); !f) log_line("error", f.error().message);
   }
   {
     // The incidents it held for are over: a new fault acts again.
     std::lock_guard detect(detect_mu_);
     for (auto& [index, held] : acted_) held = false;
   }
-  holding_ = false;
   ++stats_.resumes_observed;
   log_line("info", reason);
 }
@@ -481,6 +518,10 @@ Result<Agent::Attempt> Agent::attempt_action(const Request& r) {
 void Agent::execute(const Request& r, std::stop_token stop) {
   std::chrono::milliseconds backoff{100};
   std::string status = "failed", detail;
+  if (r.verb == "resume") {
+    std::lock_guard h(hold_mu_);
+    self_resuming_ = true;
+  }
   const auto called = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - r.detected);
   for (int attempt = 1; attempt <= options_.retries; ++attempt) {
     auto res = attempt_action(r);
@@ -513,7 +554,12 @@ void Agent::execute(const Request& r, std::stop_token stop) {
   stats_.last_action_latency_us = static_cast<std::uint64_t>(latency.count());
   stats_.observe_latency(static_cast<double>(latency.count()) / 1e6);
   (status == "failed" ? stats_.actions_failed : status == "refused" ? stats_.actions_refused : stats_.actions_done)++;
-  if (status == "done" || status == "unchanged") holding_ = r.verb != "resume";
+  {
+    std::lock_guard h(hold_mu_);
+    if (status == "done" || status == "unchanged") holding_ = r.verb != "resume";
+    self_resuming_ = false;
+  }
+  hold_cv_.notify_all();
   log_line(status == "failed" ? "error" : status == "refused" ? "warn" : "info",
            fmt::format("{} {} {}: {} (record read -> scheduler called {:.3f} ms, returned {:.3f} ms)", r.verb,
                        options_.node, status, detail, called.count() / 1000.0, latency.count() / 1000.0));

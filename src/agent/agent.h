@@ -52,7 +52,8 @@ struct AgentOptions {
   std::chrono::seconds retry_max{60};      ///< backoff cap when the scheduler is unreachable
   /// While this agent holds the node out, how often it reads the node's state: a node someone
   /// else resumed (an operator, cmax drill cleanup) is recorded as resumed then, so that SLA
-  /// accounting from the event log ends the outage there. Zero: never.
+  /// accounting from the event log ends the outage there. Zero: never. A scheduler that watches
+  /// (Kubernetes) is not polled: any non-zero value watches the held node instead.
   std::chrono::milliseconds resume_watch{10000};
   int retries = 8;                         ///< attempts per action before it is recorded as failed
   /// Fleet-wide breaker, read from the scheduler before each drain or reboot: cmax may hold at
@@ -147,8 +148,13 @@ class Agent {
   };
   Result<Attempt> attempt_action(const Request& r);
   void execute(const Request& r, std::stop_token stop);
-  // Called by the worker when idle: records a resume made by someone else (see resume_watch).
+  // Called by the worker when idle: records a resume made by someone else (see resume_watch),
+  // for a scheduler without a watch.
   void watch_resume();
+  // While the agent holds the node, waits on the scheduler's watch for it to be back in service.
+  void resume_loop(std::stop_token stop);
+  // Records a resume someone else made, once, unless this agent is resuming the node itself.
+  void record_observed_resume(const sched::NodeState& st);
   double now_unix() const;
 
   AgentOptions options_;
@@ -182,6 +188,9 @@ class Agent {
   AgentStats stats_;
   std::optional<std::uint64_t> last_seq_, saved_seq_;
   std::atomic<bool> holding_{false};  ///< this agent's drain or reboot took the node out
+  bool self_resuming_ = false;         ///< execute() is resuming the node (with hold_mu_)
+  std::mutex hold_mu_;                 ///< holding_'s changes, and the resume watch's wait for them
+  std::condition_variable_any hold_cv_;
   std::atomic<bool> breaker_not_exact_said_{false};  ///< the fleet breaker fell back to read-then-act (said once)
 };
 

@@ -130,6 +130,64 @@ std::string_view reason_phrase(int status) {
 KubeClient::KubeClient(KubernetesOptions options)
     : options_(std::move(options)), endpoint_(kube::parse_api_url(options_.api_url)) {}
 
+namespace {
+
+// One client for one request to `ep`, with the token and CA of `options`; `timeout` bounds the
+// connect and each read and write.
+struct Prepared {
+  std::unique_ptr<httplib::ClientImpl> client;
+  std::string token;
+};
+
+Result<Prepared> prepare(const kube::ApiEndpoint& ep, const KubernetesOptions& options, milliseconds timeout,
+                         const std::string& where) {
+  Prepared p;
+  p.token = options.token;
+  if (!options.token_path.empty()) {
+    auto t = read_token(options.token_path);
+    if (!t) return fail("{}: {}", where, t.error().message);
+    p.token = std::move(*t);
+  }
+  if (ep.tls) {
+    auto tls = std::make_unique<httplib::SSLClient>(ep.host, ep.port);
+    if (!options.ca_pem.empty()) {
+      X509_STORE* store = pem_store(options.ca_pem);
+      if (!store)
+        return fail("{}: the inline CA bundle (certificate-authority-data) holds no PEM certificate", where);
+      tls->set_ca_cert_store(store);  // httplib owns it from here
+    } else {
+      if (!std::ifstream(options.ca_path))
+        return fail("{}: read CA bundle {}: {}: mount the service account's ca.crt or set ca_path", where,
+                    options.ca_path, std::strerror(errno));
+      tls->set_ca_cert_path(options.ca_path);
+    }
+    tls->enable_server_certificate_verification(true);
+    p.client = std::move(tls);
+  } else {
+    p.client = std::make_unique<httplib::ClientImpl>(ep.host, ep.port);
+  }
+  p.client->set_connection_timeout(options.timeout);
+  p.client->set_read_timeout(timeout);
+  p.client->set_write_timeout(options.timeout);
+  p.client->set_keep_alive(false);
+  // The request line and headers go out in one write and the body in another: with Nagle on, the
+  // body waits for the server's delayed ACK of the first, 40 ms on Linux (measured against a real
+  // kube-apiserver: every PATCH took 40 ms more than its GET).
+  p.client->set_tcp_nodelay(true);
+  p.client->set_follow_location(false);
+  p.client->set_url_encode(false);  // paths and queries are encoded by the caller, exactly once
+  return p;
+}
+
+httplib::Headers request_headers(std::string_view accept, const KubernetesOptions& options, const std::string& token) {
+  httplib::Headers h = {{"Accept", std::string(accept)},
+                        {"User-Agent", options.user_agent.empty() ? std::string("cmax/" CMAX_VERSION) : options.user_agent}};
+  if (!token.empty()) h.emplace("Authorization", "Bearer " + token);
+  return h;
+}
+
+}  // namespace
+
 Result<KubeReply> KubeClient::send(std::string_view method, const std::string& path,
                                  std::string_view content_type, const std::string& body,
                                  std::size_t max_body, std::string_view accept) const {
@@ -137,49 +195,13 @@ Result<KubeReply> KubeClient::send(std::string_view method, const std::string& p
   // A bad URL fails here, before any socket is opened.
   if (!endpoint_) return fail("{}: {}", where, endpoint_.error().message);
   const auto& ep = *endpoint_;
-
-  std::string token = options_.token;
-  if (!options_.token_path.empty()) {
-    auto t = read_token(options_.token_path);
-    if (!t) return fail("{}: {}", where, t.error().message);
-    token = std::move(*t);
-  }
-
-  std::unique_ptr<httplib::ClientImpl> client;
-  if (ep.tls) {
-    auto tls = std::make_unique<httplib::SSLClient>(ep.host, ep.port);
-    if (!options_.ca_pem.empty()) {
-      X509_STORE* store = pem_store(options_.ca_pem);
-      if (!store)
-        return fail("{}: the inline CA bundle (certificate-authority-data) holds no PEM certificate", where);
-      tls->set_ca_cert_store(store);  // httplib owns it from here
-    } else {
-      if (!std::ifstream(options_.ca_path))
-        return fail("{}: read CA bundle {}: {}: mount the service account's ca.crt or set ca_path", where,
-                    options_.ca_path, std::strerror(errno));
-      tls->set_ca_cert_path(options_.ca_path);
-    }
-    tls->enable_server_certificate_verification(true);
-    client = std::move(tls);
-  } else {
-    client = std::make_unique<httplib::ClientImpl>(ep.host, ep.port);
-  }
-  client->set_connection_timeout(options_.timeout);
-  client->set_read_timeout(options_.timeout);
-  client->set_write_timeout(options_.timeout);
-  client->set_keep_alive(false);
-  // The request line and headers go out in one write and the body in another: with Nagle on, the
-  // body waits for the server's delayed ACK of the first, 40 ms on Linux (measured against a real
-  // kube-apiserver: every PATCH took 40 ms more than its GET).
-  client->set_tcp_nodelay(true);
-  client->set_follow_location(false);
-  client->set_url_encode(false);  // paths and queries are encoded by the caller, exactly once
+  auto prepared = prepare(ep, options_, options_.timeout, where);
+  if (!prepared) return Unexpected<Error>{prepared.error()};
 
   httplib::Request req;
   req.method = std::string(method);
   req.path = ep.base_path + path;
-  req.headers = {{"Accept", std::string(accept)}, {"User-Agent", "cmax/" CMAX_VERSION}};
-  if (!token.empty()) req.headers.emplace("Authorization", "Bearer " + token);
+  req.headers = request_headers(accept, options_, prepared->token);
   if (!body.empty()) {
     req.headers.emplace("Content-Type", std::string(content_type));
     req.body = body;
@@ -194,13 +216,82 @@ Result<KubeReply> KubeClient::send(std::string_view method, const std::string& p
   httplib::Response res;
   httplib::Error err = httplib::Error::Success;
   auto start = steady_clock::now();
-  bool sent = client->send(req, res, err);
+  bool sent = prepared->client->send(req, res, err);
   auto elapsed = std::chrono::duration_cast<milliseconds>(steady_clock::now() - start);
   if (!sent || err != httplib::Error::Success)
     return fail("{}: {}", where, transport_error(err, elapsed, ep, options_, max_body));
   reply.status = res.status;
   reply.reason = res.reason.empty() ? std::string(reason_phrase(res.status)) : res.reason;
   return reply;
+}
+
+Result<WatchEnd> KubeClient::watch(const std::string& path, const std::function<bool(std::string_view)>& on_line,
+                                   std::stop_token stop, milliseconds idle_timeout) const {
+  auto where = fmt::format("GET {}", path);
+  if (!endpoint_) return fail("{}: {}", where, endpoint_.error().message);
+  const auto& ep = *endpoint_;
+  auto prepared = prepare(ep, options_, idle_timeout, where);
+  if (!prepared) return Unexpected<Error>{prepared.error()};
+  httplib::ClientImpl& client = *prepared->client;
+
+  httplib::Request req;
+  req.method = "GET";
+  req.path = ep.base_path + path;
+  req.headers = request_headers("application/json", options_, prepared->token);
+  WatchEnd end;
+  std::string pending, error_body;
+  bool handler_stopped = false;
+  int status = 0;
+  req.response_handler = [&status](const httplib::Response& r) {
+    status = r.status;
+    return true;
+  };
+  req.content_receiver = [&](const char* data, size_t n, uint64_t, uint64_t) {
+    if (stop.stop_requested()) return false;
+    end.bytes += n;
+    if (status < 200 || status >= 300) {  // an error answer is one Status object, not events
+      if (error_body.size() < (64u << 10)) error_body.append(data, n);
+      return true;
+    }
+    pending.append(data, n);
+    if (pending.size() > kDefaultMaxBody) return false;  // one event larger than any Node: not a watch
+    std::size_t start = 0;
+    for (auto nl = pending.find('\n'); nl != std::string::npos; nl = pending.find('\n', start)) {
+      std::string_view line(pending.data() + start, nl - start);
+      start = nl + 1;
+      if (line.empty()) continue;
+      ++end.events;
+      if (!on_line(line)) {
+        handler_stopped = true;
+        return false;
+      }
+    }
+    pending.erase(0, start);
+    return true;
+  };
+  // A stop shuts the socket from this thread while send() blocks in a read on the caller's.
+  std::stop_callback cancel(stop, [&client] { client.stop(); });
+  httplib::Response res;
+  httplib::Error err = httplib::Error::Success;
+  auto start = steady_clock::now();
+  bool sent = client.send(req, res, err);
+  auto elapsed = std::chrono::duration_cast<milliseconds>(steady_clock::now() - start);
+  end.status = status ? status : res.status;
+  if (handler_stopped || stop.stop_requested()) {
+    end.stopped = true;
+    return end;
+  }
+  if (!sent || err != httplib::Error::Success) {
+    if (err == httplib::Error::Read && elapsed >= idle_timeout)
+      return fail("{}: no event and no end from {}:{} within {} ms: is the API server overloaded?", where, ep.host,
+                  ep.port, idle_timeout.count());
+    return fail("{}: {}", where, transport_error(err, elapsed, ep, options_, kDefaultMaxBody));
+  }
+  if (end.status < 200 || end.status >= 300) {
+    KubeReply r{end.status, res.reason.empty() ? std::string(reason_phrase(end.status)) : res.reason, error_body};
+    end.error = describe_reply("GET", path, r);
+  }
+  return end;
 }
 
 std::string describe_reply(std::string_view method, std::string_view path, const KubeReply& reply) {

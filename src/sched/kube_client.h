@@ -3,7 +3,11 @@
 // bundle and timeout of KubernetesOptions. Shared by the node agent's KubernetesScheduler and
 // cmax run's pod fan-out (src/cluster/kube_fanout.h). cpp-httplib stays in the .cpp.
 
+#include <chrono>
 #include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <stop_token>
 #include <string>
 #include <string_view>
 
@@ -18,6 +22,16 @@ struct KubeReply {
   int status = 0;
   std::string reason;  ///< the HTTP reason phrase (the standard one when the server sent none)
   std::string body;
+};
+
+/// How a watch ended: the server closed it (its timeoutSeconds), the handler or a stop ended it,
+/// or the server answered with an error status instead of a stream.
+struct WatchEnd {
+  int status = 0;            ///< the HTTP status of the answer
+  bool stopped = false;      ///< the handler returned false, or `stop` was requested
+  std::uint64_t events = 0;  ///< lines handed to the handler
+  std::uint64_t bytes = 0;   ///< bytes read from the stream
+  std::string error;         ///< a non-2xx answer, described (describe_reply); "" otherwise
 };
 
 /// Requests to one API server. Thread-safe: each request opens its own connection and reads the
@@ -37,6 +51,15 @@ class KubeClient {
   Result<KubeReply> send(std::string_view method, const std::string& path, std::string_view content_type = {},
                          const std::string& body = {}, std::size_t max_body = kDefaultMaxBody,
                          std::string_view accept = "application/json") const;
+
+  /// Opens the watch `path` (a GET with watch=1, encoded by the caller) and hands each event line
+  /// (one JSON object per line) to `on_line` as it arrives, until the server ends the stream,
+  /// `on_line` returns false, or `stop` is requested (which closes the socket at once, from the
+  /// thread that requests it). `idle_timeout` bounds the connect (options.timeout) and each wait
+  /// for bytes: it must be longer than the watch's own timeoutSeconds. An error only when the
+  /// stream broke (transport, token, CA, an idle timeout); an error status is WatchEnd::error.
+  Result<WatchEnd> watch(const std::string& path, const std::function<bool(std::string_view)>& on_line,
+                         std::stop_token stop, std::chrono::milliseconds idle_timeout) const;
 
   const KubernetesOptions& options() const { return options_; }
 

@@ -197,6 +197,68 @@ Result<NodeState> KubernetesScheduler::node_state(std::string_view node) {
   return std::move(n->state);
 }
 
+Result<std::optional<NodeState>> KubernetesScheduler::wait_in_service(std::string_view node, std::stop_token stop) {
+  auto in_service = [](const NodeState& st) { return !st.drain_flag() && !st.down(); };
+  std::string rv;  // where the next watch starts; empty: read the node first
+  while (!stop.stop_requested()) {
+    if (rv.empty()) {
+      auto n = read_node(node);
+      if (!n) return fail_on("watch", node, n.error());
+      if (in_service(n->state)) return std::optional<NodeState>{std::move(n->state)};
+      rv = n->resource_version;
+    }
+    auto path = fmt::format("/api/v1/nodes?fieldSelector=metadata.name%3D{}&watch=1&allowWatchBookmarks=true"
+                            "&resourceVersion={}&timeoutSeconds={}",
+                            node, kube::encode_query_value(rv), options_.watch_timeout.count());
+    std::optional<NodeState> back;
+    std::optional<Error> broken;
+    bool gone = false;
+    ++requests_;
+    auto end = KubeClient(options_).watch(
+        path,
+        [&](std::string_view line) {
+          auto e = kube::parse_node_watch_event(line);
+          if (!e) {
+            broken = Error{fmt::format("GET {}: {}", path, e.error().message)};
+            return false;
+          }
+          if (e->type == "ERROR") {
+            if (e->error_code == 410) {  // the resourceVersion is too old: read again
+              gone = true;
+            } else {
+              broken = Error{fmt::format("GET {}: the watch ended with error {}: {}", path, e->error_code,
+                                         core::clip(e->error_message, 300))};
+            }
+            return false;
+          }
+          if (!e->resource_version.empty()) rv = e->resource_version;
+          if (e->type == "DELETED") {
+            broken = Error{fmt::format("node {} was deleted from the API server", node)};
+            return false;
+          }
+          if (e->node && in_service(e->node->state)) {
+            back = std::move(e->node->state);
+            return false;
+          }
+          return true;
+        },
+        stop, std::chrono::duration_cast<milliseconds>(options_.watch_timeout) + milliseconds(30000));
+    if (end) bytes_received_ += end->bytes;
+    if (back) return back;
+    if (broken) return fail_on("watch", node, *broken);
+    if (!end) return fail_on("watch", node, end.error());
+    if (!end->error.empty()) {
+      if (end->status == 410) {
+        rv.clear();
+        continue;
+      }
+      return fail("watch {}: {}", node, end->error);
+    }
+    if (gone) rv.clear();
+  }
+  return std::optional<NodeState>{};
+}
+
 Result<Action> KubernetesScheduler::hold(std::string_view action, std::string_view node,
                                          std::string_view reason, kube::Hold kind) {
   auto full = cmax_reason(reason);

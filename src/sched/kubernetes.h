@@ -83,6 +83,12 @@ struct KubernetesOptions {
   std::string breaker_namespace = "cmax-system";
   std::string breaker_lease = "cmax-fleet-breaker";
   std::chrono::seconds claim_ttl{120};
+  /// How long one watch of a held node (wait_in_service) lasts before it is opened again from
+  /// where it stopped: a held node costs one request per this, an idle agent none.
+  std::chrono::seconds watch_timeout{600};
+  /// The User-Agent of every request ("cmax/VERSION" when empty): cmaxd names its node in it, so
+  /// that the API server's audit log tells the agents apart.
+  std::string user_agent;
 
   /// Options for a pod: api_url from KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT.
   static Result<KubernetesOptions> in_cluster();
@@ -121,6 +127,11 @@ class KubernetesScheduler final : public Scheduler {
   /// together never pass `limit`. A Lease this agent may not read or write (403, 404 on the API)
   /// grants the slot as read-then-act did, not exact, saying why.
   Result<Claim> claim_hold(std::string_view node, const PoolCount& pool, int limit) override;
+  bool watches_resume() const override { return true; }
+  /// One GET of the node, then a watch of it alone (fieldSelector metadata.name), opened again
+  /// every options.watch_timeout from the last resourceVersion (after a 410, from a new GET). Safe
+  /// beside the other calls: every request has its own connection.
+  Result<std::optional<NodeState>> wait_in_service(std::string_view node, std::stop_token stop) override;
 
   /// GET `path` ("/api/v1/pods?fieldSelector=...", encoded by the caller) read-only: the body of a
   /// 2xx answer, or an error naming the request, status and the API's message.

@@ -7,6 +7,7 @@
 #include <charconv>
 #include <nlohmann/json.hpp>
 
+#include "core/strings.h"
 #include "sched/scheduler.h"
 
 namespace cmax::sched::kube {
@@ -309,6 +310,30 @@ Result<ListCount> parse_list_count(std::string_view text) {
   }
   if (const json* items = find(*j, "items"); items && items->is_array()) c.items = items->size();
   return c;
+}
+
+Result<WatchEvent> parse_node_watch_event(std::string_view line) {
+  auto j = parse_json(line);
+  if (!j) return fail("watch event is not JSON");
+  if (!j->is_object()) return fail("watch event is not an object");
+  WatchEvent e;
+  e.type = string_at(*j, "type");
+  const json* obj = find(*j, "object");
+  if (!obj || !obj->is_object()) return fail("watch event {} without an object", e.type.empty() ? "\"\"" : e.type);
+  if (const json* meta = find(*obj, "metadata"); meta && meta->is_object())
+    e.resource_version = string_at(*meta, "resourceVersion");
+  if (e.type == "ERROR") {
+    if (const json* code = find(*obj, "code"); code && code->is_number_integer()) e.error_code = code->get<int>();
+    e.error_message = string_at(*obj, "message");
+    return e;
+  }
+  if (e.type == "BOOKMARK") return e;
+  if (e.type != "ADDED" && e.type != "MODIFIED" && e.type != "DELETED")
+    return fail("watch event of unknown type \"{}\"", core::clip(e.type, 40));
+  auto n = node_from(*obj);
+  if (!n) return fail("watch event {}: {}", e.type, n.error().message);
+  e.node = std::move(*n);
+  return e;
 }
 
 Result<BreakerLease> parse_breaker_lease(std::string_view text) {

@@ -114,6 +114,18 @@ struct ListCount {
 };
 Result<ListCount> parse_list_count(std::string_view json);
 
+/// One event of a Node watch (GET /api/v1/nodes?watch=1..., one JSON object a line).
+struct WatchEvent {
+  std::string type;              ///< ADDED, MODIFIED, DELETED, BOOKMARK or ERROR
+  std::string resource_version;  ///< the object's metadata.resourceVersion: where a new watch resumes
+  std::optional<Node> node;      ///< the Node, for ADDED, MODIFIED and DELETED
+  int error_code = 0;            ///< ERROR: the Status's code (410 Gone: resume from a fresh read)
+  std::string error_message;     ///< ERROR: the Status's message
+};
+/// A watch event line -> the event; an error for a line that is not one (or a Node event whose
+/// object is not a Node).
+Result<WatchEvent> parse_node_watch_event(std::string_view line);
+
 /// The fleet breaker's Lease (coordination.k8s.io/v1): the slots agents claimed, node -> the
 /// claim's time (ms since the epoch), in the annotation cmax.io/claims; resourceVersion is what
 /// an update is conditional on.

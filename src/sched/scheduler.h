@@ -3,6 +3,8 @@
 // reboot it. Implementations follow the rules in sched/policy.h: cmax only undoes what it did, and
 // every mutating call is idempotent and has a dry run.
 
+#include <optional>
+#include <stop_token>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -75,6 +77,16 @@ class Scheduler {
   virtual Result<Claim> claim_hold(std::string_view node, const PoolCount& pool, int limit) {
     (void)node, (void)pool, (void)limit;
     return Claim{};
+  }
+  /// True when the control plane pushes node changes (wait_in_service watches); false: a caller
+  /// that must see a resume polls node_state().
+  virtual bool watches_resume() const { return false; }
+  /// Blocks until `node` is back in service (neither drained nor down) and returns its state then;
+  /// nullopt when `stop` was requested first. Unlike the other calls it may run on a thread of its
+  /// own beside them. The default has no push channel and says so.
+  virtual Result<std::optional<NodeState>> wait_in_service(std::string_view node, std::stop_token stop) {
+    (void)stop;
+    return fail("watch {}: this scheduler has no watch; poll its state", node);
   }
 };
 

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <latch>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -270,6 +271,8 @@ TEST_F(CmaxdRealApiServer, ClusterRoleGrantsWhatTheAgentNeedsAndNothingMore) {
   };
   EXPECT_EQ(status("GET", "/api/v1/nodes/gpu-4"), 200);
   EXPECT_EQ(status("GET", "/api/v1/nodes?limit=1"), 200);
+  EXPECT_EQ(status("GET", "/api/v1/nodes?fieldSelector=metadata.name%3Dgpu-4&watch=1&timeoutSeconds=1"), 200)
+      << "a held node is watched";
   EXPECT_EQ(status("GET", "/api/v1/pods"), 403) << "cmaxd must not read pods";
   EXPECT_EQ(status("DELETE", "/api/v1/nodes/gpu-4"), 403);
   EXPECT_EQ(status("PUT", "/api/v1/nodes/gpu-4", kube_->node("gpu-4")->dump()), 403) << "patch, not update";
@@ -499,4 +502,51 @@ TEST_F(FleetRealApiServer, FleetBreakerHoldsItsLimitUnderASimultaneousBurst) {
               "%.2f s; read-then-act alone %d drained\n",
               kBurst, with_lease, refused.size(), seconds, alone);
   EXPECT_GE(alone, 5);
+}
+
+// Issue 36: a held node's resume is seen through a watch of that node alone, not by reading it
+// every 10 s: one GET and one watch request however long it stays held; the resume is seen as
+// soon as the API server has it; a stop ends the watch at once.
+TEST_F(FleetRealApiServer, AHeldNodeIsWatchedNotPolled) {
+  ASSERT_TRUE(kube_->add_node({.name = "gpu-w"}));
+  KubernetesScheduler agent(kube_->options(kube_->cmaxd()));
+  ASSERT_TRUE(agent.drain("gpu-w", "cmax: Xid 79"));
+  const auto before = agent.requests_sent();
+  std::optional<cmax::Result<std::optional<cmax::sched::NodeState>>> seen;
+  std::chrono::steady_clock::time_point seen_at;
+  std::jthread watcher([&](std::stop_token st) {
+    seen = agent.wait_in_service("gpu-w", st);
+    seen_at = std::chrono::steady_clock::now();
+  });
+  // Held for a while, changed by others meanwhile (a label): no request from the watcher.
+  std::this_thread::sleep_for(1500ms);
+  ASSERT_TRUE(kube_->request("PATCH", "/api/v1/nodes/gpu-w", R"({"metadata":{"labels":{"rack":"r7"}}})",
+                             "application/merge-patch+json"));
+  std::this_thread::sleep_for(500ms);
+  EXPECT_FALSE(seen.has_value()) << "still held: the watch goes on";
+  KubernetesScheduler op(kube_->options(kube_->admin()));
+  const auto resumed_at = std::chrono::steady_clock::now();
+  ASSERT_TRUE(op.resume("gpu-w", Force::kYes));
+  watcher.join();
+  ASSERT_TRUE(seen.has_value());
+  ASSERT_TRUE(*seen) << seen->error().message;
+  ASSERT_TRUE(**seen);
+  EXPECT_FALSE((***seen).drain_flag());
+  const double ms = std::chrono::duration<double, std::milli>(seen_at - resumed_at).count();
+  EXPECT_EQ(agent.requests_sent() - before, 2u) << "one GET, one watch";
+  EXPECT_LT(ms, 1000);
+  std::printf("[ measure  ] held node watched: %llu requests over 2 s held; resume seen %.1f ms after it was sent\n",
+              static_cast<unsigned long long>(agent.requests_sent() - before), ms);
+
+  // A stop ends a watch that is waiting.
+  ASSERT_TRUE(agent.drain("gpu-w", "cmax: Xid 79"));
+  std::optional<cmax::Result<std::optional<cmax::sched::NodeState>>> stopped;
+  std::jthread second([&](std::stop_token st) { stopped = agent.wait_in_service("gpu-w", st); });
+  std::this_thread::sleep_for(300ms);
+  const auto t0 = std::chrono::steady_clock::now();
+  second.request_stop();
+  second.join();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 1s);
+  ASSERT_TRUE(stopped && *stopped) << (stopped && !*stopped ? stopped->error().message : "");
+  EXPECT_FALSE(**stopped) << "nothing seen: stopped";
 }

@@ -46,8 +46,24 @@ class RecordingScheduler final : public sched::Scheduler {
   std::atomic<bool> drained_now{false};
   /// false: drains find the node already drained and change nothing.
   std::atomic<bool> drains_change{true};
+  /// true: the scheduler pushes changes (wait_in_service), as Kubernetes' watch does.
+  bool watch = false;
+  std::atomic<int> state_reads{0}, watches{0};
 
+  bool watches_resume() const override { return watch; }
+  Result<std::optional<sched::NodeState>> wait_in_service(std::string_view node, std::stop_token stop) override {
+    ++watches;
+    while (!stop.stop_requested()) {  // the contract, not a network: the state flips in memory
+      if (!drained_now) return std::optional<sched::NodeState>{state_of(node)};
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return std::optional<sched::NodeState>{};
+  }
   Result<sched::NodeState> node_state(std::string_view node) override {
+    ++state_reads;
+    return state_of(node);
+  }
+  sched::NodeState state_of(std::string_view node) const {
     sched::NodeState s;
     s.name = std::string(node);
     s.base = "IDLE";
@@ -503,6 +519,35 @@ TEST(AgentResumeWatch, AResumeSomeoneElseMadeIsRecorded) {
   EXPECT_EQ((*rows)[0].status, "done");
   EXPECT_NE((*rows)[0].reason.find("resumed by someone else"), std::string::npos);
   EXPECT_EQ(sched.resumes(), 0u) << "nothing was asked of the scheduler";
+}
+
+// Issue 36: with a scheduler that watches (Kubernetes), the held node is not polled: one watch,
+// the resume recorded once, and no state read at all while idle or holding.
+TEST(AgentResumeWatch, AWatchingSchedulerIsNotPolled) {
+  if (::access("/dev/kmsg", W_OK) != 0) GTEST_SKIP() << "needs root to write /dev/kmsg";
+  Fixture fx;
+  RecordingScheduler sched;
+  sched.watch = true;
+  auto o = fx.options();
+  o.resume_watch = 20ms;  // a poll would read the state 10 times in the 200 ms below
+  Agent agent(o, catalog(), *fx.log, sched);
+  std::jthread run([&](std::stop_token st) { EXPECT_TRUE(agent.run(st)); });
+  std::this_thread::sleep_for(200ms);
+  EXPECT_EQ(sched.watches.load(), 0) << "idle: nothing watched";
+  const std::string pci = unique_pci();
+  sched.drained_now = true;
+  write_kmsg(fmt::format("<3>NVRM: Xid (PCI:{}): 79, pid=1, name=t, GPU has fallen off the bus.\n", pci));
+  ASSERT_TRUE(eventually([&] { return sched.watches.load() == 1; })) << "holding: one watch";
+  std::this_thread::sleep_for(200ms);
+  EXPECT_EQ(agent.stats().resumes_observed.load(), 0u);
+  sched.drained_now = false;
+  ASSERT_TRUE(eventually([&] { return agent.stats().resumes_observed.load() == 1; }));
+  std::this_thread::sleep_for(100ms);
+  run.request_stop();
+  run.join();
+  EXPECT_EQ(sched.state_reads.load(), 0) << "never polled";
+  EXPECT_EQ(sched.watches.load(), 1) << "not watched again once it is back";
+  EXPECT_EQ(agent.stats().resumes_observed.load(), 1u);
 }
 
 // The rater's dirty-inode incident on a live agent: soft lockups on one NUMA node's cores, then

@@ -406,6 +406,39 @@ TEST(KubeParse, ListCountsReadTheServersRemainingItemCount) {
   EXPECT_FALSE(kube::parse_list_count(R"({"kind":"NodeList","metadata":{"remainingItemCount":-3}})")->remaining);
 }
 
+// Lines as kube-apiserver v1.37 streams them for GET /api/v1/nodes?watch=1&allowWatchBookmarks=true.
+TEST(KubeParse, WatchEventsOfANodeAreReadAsTheServerStreamsThem) {
+  auto mod = kube::parse_node_watch_event(
+      R"({"type":"MODIFIED","object":{"kind":"Node","apiVersion":"v1","metadata":{"name":"gpu-w","resourceVersion":"4411",)"
+      R"("annotations":{"cmax.io/reason":"cmax: Xid 79"}},"spec":{"unschedulable":true,"taints":[{"key":"cmax.io/unhealthy",)"
+      R"("value":"Xid-79","effect":"NoExecute"}]},"status":{"conditions":[{"type":"Ready","status":"True"}]}}})");
+  ASSERT_TRUE(mod) << mod.error().message;
+  EXPECT_EQ(mod->type, "MODIFIED");
+  EXPECT_EQ(mod->resource_version, "4411");
+  ASSERT_TRUE(mod->node);
+  EXPECT_TRUE(mod->node->state.drain_flag());
+  auto back = kube::parse_node_watch_event(
+      R"({"type":"MODIFIED","object":{"kind":"Node","apiVersion":"v1","metadata":{"name":"gpu-w","resourceVersion":"4420"},)"
+      R"("spec":{},"status":{"conditions":[{"type":"Ready","status":"True"}]}}})");
+  ASSERT_TRUE(back && back->node);
+  EXPECT_FALSE(back->node->state.drain_flag());
+  auto bookmark = kube::parse_node_watch_event(
+      R"({"type":"BOOKMARK","object":{"kind":"Node","apiVersion":"v1","metadata":{"resourceVersion":"5000","creationTimestamp":null},"spec":{},"status":{"daemonEndpoints":{"kubeletEndpoint":{"Port":0}},"nodeInfo":{}}}})");
+  ASSERT_TRUE(bookmark) << bookmark.error().message;
+  EXPECT_EQ(bookmark->resource_version, "5000");
+  EXPECT_FALSE(bookmark->node);
+  auto gone = kube::parse_node_watch_event(
+      R"({"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure",)"
+      R"j("message":"too old resource version: 12 (4411)","reason":"Expired","code":410}})j");
+  ASSERT_TRUE(gone);
+  EXPECT_EQ(gone->error_code, 410);
+  EXPECT_NE(gone->error_message.find("too old"), std::string::npos);
+  EXPECT_FALSE(kube::parse_node_watch_event("not json"));
+  EXPECT_FALSE(kube::parse_node_watch_event(R"({"type":"MODIFIED"})"));
+  EXPECT_FALSE(kube::parse_node_watch_event(R"({"type":"WHATEVER","object":{}})"));
+  EXPECT_FALSE(kube::parse_node_watch_event(R"({"type":"ADDED","object":{"kind":"Pod","metadata":{"name":"p"}}})"));
+}
+
 TEST(KubeParse, TheBreakersLeaseRoundTripsItsClaims) {
   kube::BreakerLease l;
   l.resource_version = "41";
