@@ -68,10 +68,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     check(e->node.has_value() == (e->type == "ADDED" || e->type == "MODIFIED" || e->type == "DELETED"));
   }
   if (auto count = kube::parse_list_count(in)) check(!count->remaining || *count->remaining >= 0);
-  // The breaker's Lease: what it reads, it writes back the same.
-  if (auto lease = kube::parse_breaker_lease(in)) {
-    auto again = kube::parse_breaker_lease(kube::breaker_lease_json("l", "ns", *lease, "h", 120));
-    check(again.has_value() && again->claims == lease->claims);
+  // The breaker's slots: what it reads, it writes back the same; the view never counts below zero.
+  if (auto slots = kube::parse_breaker_slots(in)) {
+    for (const auto& sl : *slots) {
+      auto again = kube::parse_breaker_slots(
+          "{\"kind\":\"LeaseList\",\"items\":[" +
+          kube::breaker_slot_json(sl.name, "ns", "all", sl.holder, sl.acquired_ms > 0 ? sl.acquired_ms : 1, 120) + "]}");
+      check(again.has_value() && again->size() == 1 && (*again)[0].holder == sl.holder && (*again)[0].index == sl.index);
+    }
+    auto v = kube::view_slots(*slots, "k1", {"k2"}, 0, 10, 1765076662000, 120000);
+    check(v.count >= 1 && v.free.size() <= 10);
   }
   // The bytes as the Node next to an empty PodList, and as the PodList next to a plain Node.
   constexpr std::string_view kNode = R"({"kind":"Node","metadata":{"name":"k1"},"status":{"conditions":[{"type":"Ready","status":"True"}]}})";

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <fstream>
 #include <memory>
+#include <mutex>
 #include <utility>
 
 #include "core/strings.h"
@@ -127,8 +128,15 @@ std::string_view reason_phrase(int status) {
 
 }  // namespace
 
-KubeClient::KubeClient(KubernetesOptions options)
-    : options_(std::move(options)), endpoint_(kube::parse_api_url(options_.api_url)) {}
+struct KubeClient::Connection {
+  std::mutex mu;
+  std::unique_ptr<httplib::ClientImpl> client;  ///< made at the first request
+};
+
+KubeClient::KubeClient(KubernetesOptions options, bool keep_alive)
+    : options_(std::move(options)), endpoint_(kube::parse_api_url(options_.api_url)) {
+  if (keep_alive) conn_ = std::make_shared<Connection>();
+}
 
 namespace {
 
@@ -216,7 +224,32 @@ Result<KubeReply> KubeClient::send(std::string_view method, const std::string& p
   httplib::Response res;
   httplib::Error err = httplib::Error::Success;
   auto start = steady_clock::now();
-  bool sent = prepared->client->send(req, res, err);
+  bool sent = false;
+  if (conn_) {
+    // One request at a time on the kept connection. The server may have closed it while idle; a
+    // send that fails on a reused connection is sent once more on a new one.
+    std::lock_guard lock(conn_->mu);
+    const bool reused = conn_->client != nullptr;
+    if (!reused) {
+      prepared->client->set_keep_alive(true);
+      conn_->client = std::move(prepared->client);
+    }
+    sent = conn_->client->send(req, res, err);
+    if ((!sent || err != httplib::Error::Success) && reused && err != httplib::Error::Canceled) {
+      auto fresh = prepare(ep, options_, options_.timeout, where);
+      if (!fresh) return Unexpected<Error>{fresh.error()};
+      fresh->client->set_keep_alive(true);
+      conn_->client = std::move(fresh->client);
+      reply.body.clear();
+      res = httplib::Response();
+      err = httplib::Error::Success;
+      start = steady_clock::now();
+      sent = conn_->client->send(req, res, err);
+    }
+    if (!sent || err != httplib::Error::Success) conn_->client.reset();
+  } else {
+    sent = prepared->client->send(req, res, err);
+  }
   auto elapsed = std::chrono::duration_cast<milliseconds>(steady_clock::now() - start);
   if (!sent || err != httplib::Error::Success)
     return fail("{}: {}", where, transport_error(err, elapsed, ep, options_, max_body));

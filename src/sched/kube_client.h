@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <stop_token>
 #include <string>
 #include <string_view>
@@ -34,14 +35,16 @@ struct WatchEnd {
   std::string error;         ///< a non-2xx answer, described (describe_reply); "" otherwise
 };
 
-/// Requests to one API server. Thread-safe: each request opens its own connection and reads the
-/// token file again (bound service-account tokens rotate).
+/// Requests to one API server. Thread-safe: each request reads the token file again (bound
+/// service-account tokens rotate) and, by default, opens its own connection. With keep_alive, the
+/// requests of send() share one kept-alive connection, one at a time (copies share it too): a
+/// burst of requests then costs one TLS handshake, not one each. A watch always has its own.
 class KubeClient {
  public:
   /// Answers larger than this are refused (a NodeList page of 500 fat nodes fits).
   static constexpr std::size_t kDefaultMaxBody = 64u << 20;
 
-  explicit KubeClient(KubernetesOptions options);
+  explicit KubeClient(KubernetesOptions options, bool keep_alive = false);
 
   /// Sends `method path` (path and query encoded by the caller) with `body` as `content_type` when
   /// not empty; bounded by options.timeout for connect, read and write each. An error, naming the
@@ -66,6 +69,8 @@ class KubeClient {
  private:
   KubernetesOptions options_;
   Result<kube::ApiEndpoint> endpoint_;
+  struct Connection;                  ///< the kept-alive connection and its lock (keep_alive only)
+  std::shared_ptr<Connection> conn_;  ///< null: a connection per request
 };
 
 /// "POST /api/v1/namespaces/ns/pods: 403 Forbidden: <the API's message>" for a reply that is not

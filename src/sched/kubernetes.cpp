@@ -14,6 +14,7 @@
 #include <set>
 #include <thread>
 #include <utility>
+#include <variant>
 
 #include "core/strings.h"
 #include "sched/kube_client.h"
@@ -153,7 +154,8 @@ KubernetesScheduler::KubernetesScheduler(KubernetesOptions options)
 KubernetesScheduler::KubernetesScheduler(KubernetesOptions options, const core::Clock& clock)
     : options_(std::move(options)),
       endpoint_(kube::parse_api_url(options_.api_url)),
-      clock_(&clock) {}
+      clock_(&clock),
+      client_(std::make_shared<KubeClient>(options_, /*keep_alive=*/true)) {}
 
 Result<KubernetesScheduler::Reply> KubernetesScheduler::request(std::string_view method,
                                                                 const std::string& path,
@@ -163,7 +165,7 @@ Result<KubernetesScheduler::Reply> KubernetesScheduler::request(std::string_view
   // A bad URL fails here, before any socket is opened.
   if (!endpoint_) return Unexpected<Error>{endpoint_.error()};
   ++requests_;
-  auto r = KubeClient(options_).send(method, path, content_type, body, kMaxBodyBytes, accept);
+  auto r = client_->send(method, path, content_type, body, kMaxBodyBytes, accept);
   if (!r) return Unexpected<Error>{r.error()};
   bytes_received_ += r->body.size();
   return Reply{r->status, std::move(r->reason), std::move(r->body)};
@@ -459,75 +461,106 @@ Result<PoolCount> KubernetesScheduler::held_by_cmax(std::string_view node) {
 
 Result<Claim> KubernetesScheduler::claim_hold(std::string_view node, const PoolCount& pool, int limit) {
   constexpr std::string_view kAction = "claim a fleet-breaker slot for";
-  constexpr int kMaxClaimTries = 64;
+  constexpr int kRounds = 6;           // list the slots, try the ones that may be taken; again when all were lost
+  constexpr int kTriesPerRound = 8;
   if (auto r = kube::check_node_name(node); !r) return fail_on(kAction, node, r.error());
   if (options_.dry_run) return Claim{true, false, "dry run: no slot claimed"};
+  if (pool.node_held) return Claim{true, true, "already held: its slot is taken"};
+  const std::string key = kube::breaker_pool_key(options_.pool_selector);
   const std::string ns = kube::encode_query_value(options_.breaker_namespace);
   const std::string collection = "/apis/coordination.k8s.io/v1/namespaces/" + ns + "/leases";
-  const std::string path = collection + "/" + kube::encode_query_value(options_.breaker_lease);
-  const std::string where = options_.breaker_namespace + "/" + options_.breaker_lease;
+  const std::string prefix = fmt::format("{}-{}-", options_.breaker_lease, key);
+  const std::string where = fmt::format("{}/{}N", options_.breaker_namespace, prefix);
+  const int ttl_s = static_cast<int>(options_.claim_ttl.count());
+  const auto ttl_ms = std::chrono::duration_cast<std::chrono::milliseconds>(options_.claim_ttl).count();
+  auto now_ms = [&] {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(clock_->now().time_since_epoch()).count();
+  };
   auto not_exact = [&](const Reply& r, std::string_view method) {
     return Claim{true, false,
-                 fmt::format("fleet breaker not exact (read-then-act): {} lease {}: {} {}; grant the Role of "
-                             "deploy/kubernetes/cmaxd.yaml (leases get, create, update in {})",
+                 fmt::format("fleet breaker not exact (read-then-act): {} leases {}: {} {}; grant the Role of "
+                             "deploy/kubernetes/cmaxd.yaml (leases get, list, create, update in {})",
                              method, where, r.status, r.reason, options_.breaker_namespace)};
   };
-  std::mt19937 jitter(std::random_device{}());
-  for (int attempt = 1; attempt <= kMaxClaimTries; ++attempt) {
-    if (attempt > 1)  // another agent wrote between our read and our write: let it finish
-      std::this_thread::sleep_for(std::chrono::milliseconds(std::uniform_int_distribution<int>(2, 20 + 4 * attempt)(jitter)));
-    auto got = request("GET", path, {}, {});
-    if (!got) return fail_on(kAction, node, got.error());
-    kube::BreakerLease lease;
-    if (got->status == 404) {
-      auto made = request("POST", collection, "application/json",
-                          kube::breaker_lease_json(options_.breaker_lease, options_.breaker_namespace, {}, "cmax",
-                                                   static_cast<int>(options_.claim_ttl.count())));
-      if (!made) return fail_on(kAction, node, made.error());
-      if (made->status == 403 || made->status == 404) return not_exact(*made, "POST");
-      if (!is_success(made->status) && made->status != 409)
-        return fail_on(kAction, node, http_error("POST", collection, made->status, made->reason, made->body, options_));
-      continue;  // made (or another agent made it): read it
-    }
-    if (got->status == 403) return not_exact(*got, "GET");
-    if (!is_success(got->status))
-      return fail_on(kAction, node, http_error("GET", path, got->status, got->reason, got->body, options_));
-    auto parsed = kube::parse_breaker_lease(got->body);
-    if (!parsed) return fail("{} {}: GET {}: {}", kAction, node, path, parsed.error().message);
-    lease = std::move(*parsed);
-    const auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(clock_->now().time_since_epoch()).count();
-    const auto ttl_ms = std::chrono::duration_cast<std::chrono::milliseconds>(options_.claim_ttl).count();
-    // Claims older than the TTL are dropped: the drain shows as held by then, or it failed.
-    std::erase_if(lease.claims, [&](const auto& c) { return now_ms - c.second > ttl_ms || c.second > now_ms + ttl_ms; });
-    std::set<std::string> counted(pool.held_nodes.begin(), pool.held_nodes.end());
-    for (const auto& [n, at] : lease.claims) counted.insert(n);
-    const bool mine = counted.count(std::string(node)) > 0 || pool.node_held;
-    // Held nodes the pool read could not name (an older scheduler's count) still count.
-    const int count = static_cast<int>(counted.size()) + std::max(0, pool.held - static_cast<int>(pool.held_nodes.size()));
-    if (!mine && count + 1 > limit) {
+  auto granted = [&](int index) {
+    return Claim{true, true, fmt::format("slot {} of {} in {} (lease {}{})", index, limit, pool.pool, prefix, index)};
+  };
+  // Create slot `index`: taken (true), lost to another agent (false), or an answer to stop on.
+  auto create = [&](int index) -> Result<std::variant<bool, Claim>> {
+    auto r = request("POST", collection, "application/json",
+                     kube::breaker_slot_json(prefix + std::to_string(index), options_.breaker_namespace, key, node,
+                                             now_ms(), ttl_s));
+    if (!r) return fail_on(kAction, node, r.error());
+    if (r->status == 409) return std::variant<bool, Claim>{false};
+    if (r->status == 403 || r->status == 404) return std::variant<bool, Claim>{not_exact(*r, "POST")};
+    if (!is_success(r->status))
+      return fail_on(kAction, node, http_error("POST", collection, r->status, r->reason, r->body, options_));
+    return std::variant<bool, Claim>{true};
+  };
+  const int unnamed = std::max(0, pool.held - static_cast<int>(pool.held_nodes.size()));
+  if (limit <= 0 || pool.held + 1 > limit)
+    return Claim{false, true, fmt::format("fleet circuit breaker: cmax holds {} of {} nodes in {} (limit {})", pool.held,
+                                          pool.total, pool.pool, limit)};
+  // First, the slot this node's name hashes to: a burst far below the limit costs one request each.
+  const int preferred = static_cast<int>(std::hash<std::string_view>{}(node) % static_cast<std::size_t>(limit));
+  auto first = create(preferred);
+  if (!first) return Unexpected<Error>{first.error()};
+  if (auto* c = std::get_if<Claim>(&*first)) return *c;
+  if (std::get<bool>(*first)) return granted(preferred);
+
+  thread_local std::mt19937 rng(std::random_device{}());
+  const std::string list_path =
+      collection + "?labelSelector=" + kube::encode_query_value(fmt::format("{}={}", kube::kSlotPoolLabel, key));
+  for (int round = 1; round <= kRounds; ++round) {
+    auto listed = request("GET", list_path, {}, {});
+    if (!listed) return fail_on(kAction, node, listed.error());
+    if (listed->status == 403 || listed->status == 404) return not_exact(*listed, "GET");
+    if (!is_success(listed->status))
+      return fail_on(kAction, node, http_error("GET", list_path, listed->status, listed->reason, listed->body, options_));
+    auto slots = kube::parse_breaker_slots(listed->body);
+    if (!slots) return fail("{} {}: GET {}: {}", kAction, node, list_path, slots.error().message);
+    std::erase_if(*slots, [&](const kube::BreakerSlot& s) { return s.name.rfind(prefix, 0) != 0; });
+    auto v = kube::view_slots(*slots, node, pool.held_nodes, unnamed, limit, now_ms(), ttl_ms);
+    if (v.mine) return Claim{true, true, fmt::format("already claimed in {} (leases {}N)", pool.pool, prefix)};
+    if (v.count + 1 > limit) {
       std::vector<std::string> claimed;
-      for (const auto& [n, at] : lease.claims)
-        if (!std::count(pool.held_nodes.begin(), pool.held_nodes.end(), n)) claimed.push_back(n);
+      for (const auto& h : v.live_holders)
+        if (!std::count(pool.held_nodes.begin(), pool.held_nodes.end(), h)) claimed.push_back(h);
       return Claim{false, true,
                    fmt::format("fleet circuit breaker: cmax holds {} and other agents have claimed {} of {} nodes in {} "
-                               "(limit {}; lease {}{})",
-                               pool.held, count - pool.held, pool.total, pool.pool, limit, where,
+                               "(limit {}; leases {}N{})",
+                               pool.held, v.count - pool.held, pool.total, pool.pool, limit, prefix,
                                claimed.empty() ? std::string() : fmt::format(", claimed by {}", fmt::join(claimed, ", ")))};
     }
-    lease.claims[std::string(node)] = now_ms;
-    const std::string body = kube::breaker_lease_json(options_.breaker_lease, options_.breaker_namespace, lease,
-                                                      std::string(node),
-                                                      static_cast<int>(options_.claim_ttl.count()));
-    auto put = request("PUT", path, "application/json", body);
-    if (!put) return fail_on(kAction, node, put.error());
-    if (put->status == 409) continue;  // someone else's claim came first: count again
-    if (put->status == 403) return not_exact(*put, "PUT");
-    if (!is_success(put->status))
-      return fail_on(kAction, node, http_error("PUT", path, put->status, put->reason, put->body, options_));
-    return Claim{true, true, fmt::format("slot {} of {} in {} (lease {})", count + (mine ? 0 : 1), limit, pool.pool, where)};
+    // Free names and stale claims, in random order: agents at once spread over them.
+    std::vector<std::pair<int, const kube::BreakerSlot*>> tries;
+    for (int i : v.free) tries.emplace_back(i, nullptr);
+    for (const auto& s : v.stale) tries.emplace_back(s.index, &s);
+    std::shuffle(tries.begin(), tries.end(), rng);
+    if (tries.size() > static_cast<std::size_t>(kTriesPerRound)) tries.resize(kTriesPerRound);
+    for (const auto& [index, stale] : tries) {
+      if (!stale) {
+        auto c = create(index);
+        if (!c) return Unexpected<Error>{c.error()};
+        if (auto* claim = std::get_if<Claim>(&*c)) return *claim;
+        if (std::get<bool>(*c)) return granted(index);
+        continue;
+      }
+      // A stale claim is replaced on its resourceVersion: of two agents, one wins.
+      const std::string path = collection + "/" + kube::encode_query_value(stale->name);
+      auto r = request("PUT", path, "application/json",
+                       kube::breaker_slot_json(stale->name, options_.breaker_namespace, key, node, now_ms(), ttl_s,
+                                               stale->resource_version));
+      if (!r) return fail_on(kAction, node, r.error());
+      if (r->status == 409 || r->status == 404) continue;
+      if (r->status == 403) return not_exact(*r, "PUT");
+      if (!is_success(r->status))
+        return fail_on(kAction, node, http_error("PUT", path, r->status, r->reason, r->body, options_));
+      return granted(index);
+    }
   }
-  return fail("{} {}: lease {} changed under every one of {} tries; too many agents at once: retry", kAction, node, where,
-              kMaxClaimTries);
+  return fail("{} {}: other agents took every free slot of {} in each of {} rounds; too many agents at once: retry",
+              kAction, node, where, kRounds);
 }
 
 }  // namespace cmax::sched

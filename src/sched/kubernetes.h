@@ -43,6 +43,7 @@
 #include <chrono>
 #include <atomic>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -52,6 +53,8 @@
 #include "sched/scheduler.h"
 
 namespace cmax::sched {
+
+class KubeClient;
 
 /// How KubernetesScheduler reaches the API server.
 struct KubernetesOptions {
@@ -78,8 +81,8 @@ struct KubernetesOptions {
   /// Effect of the reboot taint: NoExecute (pods leave now) when true, else NoSchedule (running
   /// pods finish first, like Slurm's `reboot ASAP`).
   bool reboot_evicts = true;
-  /// The Lease the fleet breaker's agents take their slots through (claim_hold): namespace and
-  /// name, and how long a claim counts before the node shows as held (or the drain failed).
+  /// The Leases the fleet breaker's agents take their slots through (claim_hold): namespace and
+  /// name prefix, and how long a claim counts before the node shows as held (or the drain failed).
   std::string breaker_namespace = "cmax-system";
   std::string breaker_lease = "cmax-fleet-breaker";
   std::chrono::seconds claim_ttl{120};
@@ -122,10 +125,12 @@ class KubernetesScheduler final : public Scheduler {
   /// Lists the nodes options.pool_selector picks (all without one), 500 a page, and counts those
   /// cmax holds (cordoned or carrying a cmax taint, with a "cmax: " reason).
   Result<PoolCount> held_by_cmax(std::string_view node) override;
-  /// Through the Lease breaker_namespace/breaker_lease, updated only on its resourceVersion (409
-  /// when another agent wrote first: read again and count again): held nodes and live claims
-  /// together never pass `limit`. A Lease this agent may not read or write (403, 404 on the API)
-  /// grants the slot as read-then-act did, not exact, saying why.
+  /// Through slot Leases breaker_namespace/breaker_lease-<pool key>-<i>, i < `limit` (see
+  /// kube::BreakerSlot): first a create of the slot the node's name hashes to (one request when the
+  /// burst is far below the limit); when that name is taken, a list of the pool's slots, then creates
+  /// of free names and replaces of stale claims on their resourceVersion, in random order. Held
+  /// nodes and live claims together never pass `limit`. Leases this agent may not read or write
+  /// (403, 404 on the API) grant the slot as read-then-act did, not exact, saying why.
   Result<Claim> claim_hold(std::string_view node, const PoolCount& pool, int limit) override;
   bool watches_resume() const override { return true; }
   /// One GET of the node, then a watch of it alone (fieldSelector metadata.name), opened again
@@ -164,6 +169,7 @@ class KubernetesScheduler final : public Scheduler {
   KubernetesOptions options_;
   Result<kube::ApiEndpoint> endpoint_;
   const core::Clock* clock_;
+  std::shared_ptr<KubeClient> client_;  ///< one kept-alive connection for the calls; a watch opens its own
   std::atomic<std::uint64_t> requests_{0}, bytes_received_{0};
 
  public:

@@ -4,7 +4,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
+#include <cstdio>
+#include <ctime>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "core/strings.h"
@@ -336,35 +340,130 @@ Result<WatchEvent> parse_node_watch_event(std::string_view line) {
   return e;
 }
 
-Result<BreakerLease> parse_breaker_lease(std::string_view text) {
-  auto j = parse_json(text);
-  if (!j) return fail("answer is not JSON");
-  if (!j->is_object() || string_at(*j, "kind") != "Lease")
-    return fail("not a Lease object (kind \"{}\")", j->is_object() ? string_at(*j, "kind") : "");
-  BreakerLease l;
-  const json* meta = find(*j, "metadata");
-  if (!meta) return fail("Lease without metadata");
-  l.resource_version = string_at(*meta, "resourceVersion");
-  if (const json* ann = find(*meta, "annotations"); ann && ann->is_object()) {
-    auto claims = parse_json(string_at(*ann, kClaimsAnnotation));
-    if (claims && claims->is_object())
-      for (const auto& [node, at] : claims->items())
-        if (at.is_number_integer() && check_node_name(node)) l.claims[node] = at.get<std::int64_t>();
-  }
-  return l;
+namespace {
+
+// MicroTime as the API writes it: "2026-12-07T03:04:22.092738Z".
+std::string micro_time(std::int64_t ms) {
+  const std::time_t secs = static_cast<std::time_t>(ms / 1000);
+  std::tm tm{};
+  ::gmtime_r(&secs, &tm);
+  return fmt::format("{:04d}-{:02d}-{:02d}T{:02d}:{:02d}:{:02d}.{:06d}Z", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+                     tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(ms % 1000) * 1000);
 }
 
-std::string breaker_lease_json(std::string_view name, std::string_view ns, const BreakerLease& lease,
-                               std::string_view holder, int duration_s) {
-  json claims = json::object();
-  for (const auto& [node, at] : lease.claims) claims[node] = at;
-  json meta = {{"name", name}, {"namespace", ns}, {"annotations", {{kClaimsAnnotation, claims.dump()}}}};
-  if (!lease.resource_version.empty()) meta["resourceVersion"] = lease.resource_version;
+// "2026-12-07T03:04:22.092738Z" or "...:22Z" -> ms since the epoch; 0 when unreadable.
+std::int64_t parse_micro_time(const std::string& text) {
+  std::tm tm{};
+  int frac_digits = 0;
+  long frac = 0;
+  int y = 0, mo = 0, d = 0, h = 0, mi = 0, sec = 0;
+  if (std::sscanf(text.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d", &y, &mo, &d, &h, &mi, &sec) != 6) return 0;
+  if (auto dot = text.find('.'); dot != std::string::npos) {
+    std::size_t i = dot + 1;
+    while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])) && frac_digits < 9) {
+      frac = frac * 10 + (text[i] - '0');
+      ++frac_digits;
+      ++i;
+    }
+  }
+  if (y < 1970 || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 60) return 0;
+  tm.tm_year = y - 1900;
+  tm.tm_mon = mo - 1;
+  tm.tm_mday = d;
+  tm.tm_hour = h;
+  tm.tm_min = mi;
+  tm.tm_sec = sec;
+  const std::int64_t secs = static_cast<std::int64_t>(::timegm(&tm));
+  while (frac_digits > 3) {
+    frac /= 10;
+    --frac_digits;
+  }
+  while (frac_digits < 3) {
+    frac *= 10;
+    ++frac_digits;
+  }
+  return secs * 1000 + frac;
+}
+
+}  // namespace
+
+Result<std::vector<BreakerSlot>> parse_breaker_slots(std::string_view text) {
+  auto j = parse_json(text);
+  if (!j) return fail("answer is not JSON");
+  if (!j->is_object() || string_at(*j, "kind") != "LeaseList")
+    return fail("not a LeaseList (kind \"{}\")", j->is_object() ? string_at(*j, "kind") : "");
+  std::vector<BreakerSlot> out;
+  const json* items = find(*j, "items");
+  if (!items || !items->is_array()) return out;
+  for (const auto& item : *items) {
+    if (!item.is_object()) continue;
+    const json* meta = find(item, "metadata");
+    const json* spec = find(item, "spec");
+    if (!meta || !meta->is_object()) continue;
+    BreakerSlot s;
+    s.name = string_at(*meta, "name");
+    s.resource_version = string_at(*meta, "resourceVersion");
+    if (auto dash = s.name.rfind('-'); dash != std::string::npos && dash + 1 < s.name.size()) {
+      int v = 0;
+      auto [p, ec] = std::from_chars(s.name.data() + dash + 1, s.name.data() + s.name.size(), v);
+      if (ec == std::errc() && p == s.name.data() + s.name.size() && v >= 0) s.index = v;
+    }
+    if (spec && spec->is_object()) {
+      s.holder = string_at(*spec, "holderIdentity");
+      s.acquired_ms = parse_micro_time(string_at(*spec, "acquireTime"));
+    }
+    if (s.name.empty()) continue;
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+std::string breaker_slot_json(std::string_view name, std::string_view ns, std::string_view pool_key,
+                              std::string_view holder, std::int64_t acquired_ms, int duration_s,
+                              std::string_view resource_version) {
+  json meta = {{"name", name}, {"namespace", ns}, {"labels", {{kSlotPoolLabel, pool_key}}}};
+  if (!resource_version.empty()) meta["resourceVersion"] = resource_version;
+  const auto at = micro_time(acquired_ms);
   return json{{"apiVersion", "coordination.k8s.io/v1"},
               {"kind", "Lease"},
               {"metadata", meta},
-              {"spec", {{"holderIdentity", holder}, {"leaseDurationSeconds", duration_s}}}}
+              {"spec",
+               {{"holderIdentity", holder}, {"leaseDurationSeconds", duration_s}, {"acquireTime", at}, {"renewTime", at}}}}
       .dump();
+}
+
+std::string breaker_pool_key(std::string_view pool_selector) {
+  if (pool_selector.empty()) return "all";
+  std::uint32_t h = 2166136261u;
+  for (unsigned char c : pool_selector) h = (h ^ c) * 16777619u;
+  return fmt::format("{:08x}", h);
+}
+
+SlotView view_slots(const std::vector<BreakerSlot>& slots, std::string_view node,
+                    const std::vector<std::string>& held_nodes, int held_unnamed, int limit, std::int64_t now_ms,
+                    std::int64_t ttl_ms) {
+  SlotView v;
+  const std::set<std::string, std::less<>> held(held_nodes.begin(), held_nodes.end());
+  std::set<std::string> counted(held_nodes.begin(), held_nodes.end());
+  std::set<int> present;
+  for (const auto& s : slots) {
+    if (s.index >= 0) present.insert(s.index);
+    // A claim counts while its holder is held, or while it is young (the drain is under way).
+    const bool young = s.acquired_ms > 0 && now_ms - s.acquired_ms < ttl_ms && s.acquired_ms < now_ms + ttl_ms;
+    const bool live = !s.holder.empty() && (held.count(s.holder) > 0 || young);
+    if (live) {
+      counted.insert(s.holder);
+      if (s.holder == node) v.mine = true;
+    } else if (s.index >= 0 && s.index < limit) {
+      v.stale.push_back(s);
+    }
+  }
+  if (held.count(node) > 0) v.mine = true;
+  v.live_holders.assign(counted.begin(), counted.end());
+  v.count = static_cast<int>(counted.size()) + std::max(0, held_unnamed);
+  for (int i = 0; i < limit; ++i)
+    if (!present.count(i)) v.free.push_back(i);
+  return v;
 }
 
 std::optional<std::string> status_message(std::string_view text) {

@@ -126,21 +126,43 @@ struct WatchEvent {
 /// object is not a Node).
 Result<WatchEvent> parse_node_watch_event(std::string_view line);
 
-/// The fleet breaker's Lease (coordination.k8s.io/v1): the slots agents claimed, node -> the
-/// claim's time (ms since the epoch), in the annotation cmax.io/claims; resourceVersion is what
-/// an update is conditional on.
-inline constexpr std::string_view kClaimsAnnotation = "cmax.io/claims";
-struct BreakerLease {
+/// The fleet breaker's slots (coordination.k8s.io/v1 Leases in the breaker's namespace): a pool
+/// whose limit is L has slot names PREFIX-0 .. PREFIX-(L-1); an agent takes one by creating it
+/// (the API server lets one create of a name succeed) or, when its holder is no longer held and its
+/// claim is older than the TTL, by replacing it on its resourceVersion. So at most L agents hold a
+/// slot at once, and no agent drains without one.
+inline constexpr std::string_view kSlotPoolLabel = "cmax.io/breaker-pool";
+struct BreakerSlot {
+  std::string name;
+  int index = -1;                ///< the number after the last '-'; -1 when the name has none
+  std::string holder;            ///< spec.holderIdentity: the node that claimed it
+  std::int64_t acquired_ms = 0;  ///< spec.acquireTime, ms since the epoch (0: unreadable)
   std::string resource_version;
-  std::map<std::string, std::int64_t> claims;
 };
-/// A Lease object -> its claims; a missing or unreadable annotation is no claims (an update then
-/// writes a good one); what is not a Lease is an error.
-Result<BreakerLease> parse_breaker_lease(std::string_view json);
-/// The Lease to create (empty resource_version) or to update (with it, so that the API server
-/// refuses it with 409 when another agent wrote first). Pure.
-std::string breaker_lease_json(std::string_view name, std::string_view ns, const BreakerLease& lease,
-                               std::string_view holder, int duration_s);
+/// A LeaseList of slots -> its slots (items that are not readable slots are skipped).
+Result<std::vector<BreakerSlot>> parse_breaker_slots(std::string_view json);
+/// A slot Lease for `holder`, acquired at `acquired_ms`; with `resource_version` for a replace.
+std::string breaker_slot_json(std::string_view name, std::string_view ns, std::string_view pool_key,
+                              std::string_view holder, std::int64_t acquired_ms, int duration_s,
+                              std::string_view resource_version = {});
+/// The short key of a pool selector in slot names and labels: "all" without one, else 8 hex digits
+/// of its FNV-1a hash.
+std::string breaker_pool_key(std::string_view pool_selector);
+
+/// What the slots say for `node`: whether it holds one already, how many nodes the breaker counts
+/// (live slot holders and held nodes, once each, plus held nodes it could not name), and which slot
+/// indices below `limit` it may try: free ones, and stale ones (holder not held, older than the TTL).
+struct SlotView {
+  bool mine = false;
+  int count = 0;
+  std::vector<std::string> live_holders;  ///< sorted
+  std::vector<int> free;                  ///< indices with no slot object
+  std::vector<BreakerSlot> stale;         ///< slots that may be replaced
+};
+SlotView view_slots(const std::vector<BreakerSlot>& slots, std::string_view node,
+                    const std::vector<std::string>& held_nodes, int held_unnamed, int limit, std::int64_t now_ms,
+                    std::int64_t ttl_ms);
+
 
 /// The message of a Kubernetes Status object (an error answer); nullopt when `json` is not one.
 std::optional<std::string> status_message(std::string_view json);

@@ -498,7 +498,7 @@ TEST_F(FleetRealApiServer, FleetBreakerHoldsItsLimitUnderASimultaneousBurst) {
   for (const auto& r : refused) EXPECT_NE(r.find("fleet circuit breaker"), std::string::npos) << r;
   std::vector<std::string> refused_alone;
   const int alone = burst("b", kNodes / 2, false, &refused_alone);
-  std::printf("[ measure  ] %d agents at once on 500 nodes, limit 1%% (5): with the Lease %d drained, %zu refused, "
+  std::printf("[ measure  ] %d agents at once on 500 nodes, limit 1%% (5): with the slot Leases %d drained, %zu refused, "
               "%.2f s; read-then-act alone %d drained\n",
               kBurst, with_lease, refused.size(), seconds, alone);
   EXPECT_GE(alone, 5);

@@ -107,6 +107,9 @@ class KubeCluster {
                                             int expiration_seconds = 3600) const;
   /// Options for cmax's KubernetesScheduler and KubeClient as `who`.
   sched::KubernetesOptions options(const KubeIdentity& who) const;
+  /// The audit log: one JSON line per request of the cmax-system service accounts (cmaxd), written
+  /// when the request arrives, with its verb, URI and userAgent.
+  std::filesystem::path audit_log() const { return dir_ / "audit.log"; }
   /// The API server's log, for failure messages.
   std::string apiserver_log_tail() const;
 

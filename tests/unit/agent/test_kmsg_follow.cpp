@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -100,6 +101,64 @@ TEST(KmsgFollower, MissingDeviceIsAClearError) {
   auto f = KmsgFollower::open("/nonexistent/kmsg", std::nullopt);
   ASSERT_FALSE(f);
   EXPECT_NE(f.error().message.find("/nonexistent/kmsg"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace cmax::agent
+
+namespace cmax::agent {
+namespace {
+using namespace std::chrono_literals;
+
+// Issue 36: a FIFO of records in /dev/kmsg's read format feeds an agent whose node is simulated
+// (thousands of agents on one machine cannot share its /dev/kmsg). Several records in one write,
+// continuation lines, no writer at all (never an end), and skip_to_end.
+TEST(KmsgFollower, FollowsAFifoOfRecordsLikeTheDevice) {
+  const std::string path = ::testing::TempDir() + fmt::format("cmax-kmsg-fifo-{}", ::getpid());
+  std::remove(path.c_str());
+  ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0);
+  auto f = KmsgFollower::open(path, 1);
+  ASSERT_TRUE(f) << f.error().message;
+  EXPECT_TRUE(f->is_fifo());
+  auto none = f->next(50ms);
+  ASSERT_TRUE(none);
+  EXPECT_FALSE(*none) << "no writer: nothing yet, not an end";
+  {
+    int w = ::open(path.c_str(), O_WRONLY | O_NONBLOCK);
+    ASSERT_GE(w, 0);
+    const std::string two = "3,1,100,-;old line before the resume point\n"
+                            "3,2,200,-;NVRM: Xid (PCI:0000:1b:00): 79, pid=1, name=t, GPU has fallen off the bus.\n"
+                            " SUBSYSTEM=pci\n DEVICE=+pci:0000:1b:00.0\n"
+                            "6,3,300,-;third\n";
+    ASSERT_EQ(::write(w, two.data(), two.size()), static_cast<ssize_t>(two.size()));
+    ::close(w);  // the writer goes: the follower still reads what it wrote, and no end after
+  }
+  auto a = f->next(200ms);
+  ASSERT_TRUE(a && *a);
+  EXPECT_EQ((*a)->seq, 2u) << "seq 1 is at the resume point";
+  EXPECT_NE((*a)->line.find("Xid"), std::string::npos);
+  EXPECT_EQ((*a)->line.find("SUBSYSTEM"), std::string::npos) << "continuation lines dropped";
+  auto b = f->next(200ms);
+  ASSERT_TRUE(b && *b);
+  EXPECT_EQ((*b)->seq, 3u);
+  EXPECT_EQ((*b)->prio, 6);
+  auto after = f->next(50ms);
+  ASSERT_TRUE(after);
+  EXPECT_FALSE(*after);
+  {
+    int w = ::open(path.c_str(), O_WRONLY | O_NONBLOCK);
+    ASSERT_GE(w, 0);
+    const std::string past = "3,4,400,-;written before the skip\n";
+    ASSERT_EQ(::write(w, past.data(), past.size()), static_cast<ssize_t>(past.size()));
+    ASSERT_TRUE(f->skip_to_end());
+    const std::string now = "3,5,500,-;written after the skip\n";
+    ASSERT_EQ(::write(w, now.data(), now.size()), static_cast<ssize_t>(now.size()));
+    ::close(w);
+  }
+  auto c = f->next(200ms);
+  ASSERT_TRUE(c && *c);
+  EXPECT_EQ((*c)->seq, 5u);
+  std::remove(path.c_str());
 }
 
 }  // namespace

@@ -439,28 +439,61 @@ TEST(KubeParse, WatchEventsOfANodeAreReadAsTheServerStreamsThem) {
   EXPECT_FALSE(kube::parse_node_watch_event(R"({"type":"ADDED","object":{"kind":"Pod","metadata":{"name":"p"}}})"));
 }
 
-TEST(KubeParse, TheBreakersLeaseRoundTripsItsClaims) {
-  kube::BreakerLease l;
-  l.resource_version = "41";
-  l.claims = {{"n0001", 1765000000000}, {"gpu-7", 1765000000500}};
-  const std::string text = kube::breaker_lease_json("cmax-fleet-breaker", "cmax-system", l, "n0001", 120);
+TEST(KubeParse, TheBreakersSlotsRoundTripAndReadAsTheServerListsThem) {
+  const std::string text =
+      kube::breaker_slot_json("cmax-fleet-breaker-all-7", "cmax-system", "all", "n0001", 1765076662092, 120, "41");
   auto j = nlohmann::json::parse(text);
-  EXPECT_EQ(j["metadata"]["resourceVersion"], "41") << "an update is conditional on what was read";
-  EXPECT_EQ(j["spec"]["leaseDurationSeconds"], 120);
-  auto back = kube::parse_breaker_lease(text);
-  ASSERT_TRUE(back) << back.error().message;
-  EXPECT_EQ(back->claims, l.claims);
-  // A create carries no resourceVersion; a garbled annotation is no claims, never an error.
-  EXPECT_FALSE(nlohmann::json::parse(kube::breaker_lease_json("x", "ns", {}, "cmax", 120))["metadata"].contains("resourceVersion"));
-  auto garbled = kube::parse_breaker_lease(
-      R"({"kind":"Lease","metadata":{"resourceVersion":"7","annotations":{"cmax.io/claims":"{not json"}}})");
-  ASSERT_TRUE(garbled);
-  EXPECT_TRUE(garbled->claims.empty());
-  auto bad_names = kube::parse_breaker_lease(
-      R"({"kind":"Lease","metadata":{"annotations":{"cmax.io/claims":"{\"UPPER/x\":1,\"ok-1\":2,\"n2\":\"3\"}"}}})");
-  ASSERT_TRUE(bad_names);
-  EXPECT_EQ(bad_names->claims.size(), 1u);
-  EXPECT_FALSE(kube::parse_breaker_lease(R"({"kind":"Node","metadata":{}})"));
+  EXPECT_EQ(j["metadata"]["resourceVersion"], "41") << "a replace is conditional on what was read";
+  EXPECT_EQ(j["metadata"]["labels"]["cmax.io/breaker-pool"], "all");
+  EXPECT_EQ(j["spec"]["acquireTime"], "2025-12-07T03:04:22.092000Z") << "MicroTime, as the API writes it";
+  EXPECT_FALSE(nlohmann::json::parse(kube::breaker_slot_json("x-0", "ns", "all", "n", 0, 120))["metadata"].contains(
+      "resourceVersion"))
+      << "a create carries none";
+  nlohmann::json list = {{"kind", "LeaseList"}, {"apiVersion", "coordination.k8s.io/v1"}, {"metadata", {}}};
+  list["items"] = {j, nlohmann::json::parse(R"({"metadata":{"name":"cmax-fleet-breaker-all-x","resourceVersion":"3"},
+                                                "spec":{"holderIdentity":"n9","acquireTime":"garbage"}})"),
+                   nlohmann::json::parse(R"({"metadata":{"name":"cmax-fleet-breaker-all-12","resourceVersion":"5"},
+                                                "spec":{"holderIdentity":"n2","acquireTime":"2025-12-07T03:04:22Z"}})"),
+                   "not an object"};
+  auto slots = kube::parse_breaker_slots(list.dump());
+  ASSERT_TRUE(slots) << slots.error().message;
+  ASSERT_EQ(slots->size(), 3u);
+  EXPECT_EQ((*slots)[0].index, 7);
+  EXPECT_EQ((*slots)[0].holder, "n0001");
+  EXPECT_EQ((*slots)[0].acquired_ms, 1765076662092);
+  EXPECT_EQ((*slots)[0].resource_version, "41");
+  EXPECT_EQ((*slots)[1].index, -1) << "a name without a number is no slot index";
+  EXPECT_EQ((*slots)[1].acquired_ms, 0) << "an unreadable time is 0, never a young claim";
+  EXPECT_EQ((*slots)[2].acquired_ms, 1765076662000);
+  EXPECT_FALSE(kube::parse_breaker_slots(R"({"kind":"NodeList","items":[]})"));
+  EXPECT_FALSE(kube::parse_breaker_slots("not json"));
+  EXPECT_EQ(kube::breaker_pool_key(""), "all");
+  EXPECT_EQ(kube::breaker_pool_key("pool=a").size(), 8u);
+  EXPECT_NE(kube::breaker_pool_key("pool=a"), kube::breaker_pool_key("pool=b"));
+}
+
+// The count the breaker decides on: live claims (holder held, or claimed within the TTL) and
+// held nodes once each; stale claims (holder back in service, claim old) may be replaced.
+TEST(KubeParse, SlotViewCountsLiveClaimsAndHeldNodesOnce) {
+  const std::int64_t now = 1765076662000, ttl = 120000;
+  auto slot = [](int i, std::string holder, std::int64_t at) {
+    return kube::BreakerSlot{fmt::format("p-{}", i), i, std::move(holder), at, "1"};
+  };
+  std::vector<kube::BreakerSlot> slots = {slot(0, "held-a", now - 3600000),   // old, but its node is held: live
+                                          slot(1, "young", now - 1000),       // draining now: live
+                                          slot(2, "back", now - 3600000),     // resumed since: stale
+                                          slot(4, "future", now + 3600000)};  // a clock far ahead: not young
+  auto v = kube::view_slots(slots, "me", {"held-a", "held-b"}, 1, 5, now, ttl);
+  EXPECT_FALSE(v.mine);
+  EXPECT_EQ(v.count, 4) << "held-a, held-b, young, and one held node the read could not name";
+  EXPECT_EQ(v.live_holders, (std::vector<std::string>{"held-a", "held-b", "young"}));
+  EXPECT_EQ(v.free, (std::vector<int>{3}));
+  ASSERT_EQ(v.stale.size(), 2u);
+  EXPECT_EQ(v.stale[0].holder, "back");
+  EXPECT_EQ(v.stale[1].holder, "future");
+  EXPECT_TRUE(kube::view_slots(slots, "young", {}, 0, 5, now, ttl).mine);
+  EXPECT_TRUE(kube::view_slots({}, "held-b", {"held-b"}, 0, 5, now, ttl).mine);
+  EXPECT_TRUE(kube::view_slots(slots, "me", {}, 0, 2, now, ttl).free.empty()) << "no name at or past the limit";
 }
 
 TEST(KubeParse, RejectsWhatIsNotANode) {

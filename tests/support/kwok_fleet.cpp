@@ -1,0 +1,245 @@
+#include "support/kwok_fleet.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace cmax::test {
+namespace {
+
+using json = nlohmann::json;
+using namespace std::chrono_literals;
+
+std::filesystem::path bin_dir() { return std::filesystem::path(CMAX_BINARY_DIR) / "kube"; }
+
+std::string slurp(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string tail(const std::string& text, std::size_t n = 3000) {
+  return text.size() <= n ? text : text.substr(text.size() - n);
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// A Node as a registering HGX node would send it: capacity and allocatable with 8 GPUs, the
+// GPU operator's labels, rack and NVLink-domain labels; no status conditions (KWOK sets them).
+json node_object(const KwokFleetSpec& spec, int i) {
+  json res = {{"cpu", "224"}, {"memory", "2063731Mi"}, {"pods", "110"}, {"nvidia.com/gpu", "8"},
+              {"ephemeral-storage", "7Ti"}};
+  const std::string name = KwokFleet::node_name(i);
+  return {{"apiVersion", "v1"},
+          {"kind", "Node"},
+          {"metadata",
+           {{"name", name},
+            {"labels",
+             {{"type", "kwok"},
+              {"kubernetes.io/hostname", name},
+              {"kubernetes.io/os", "linux"},
+              {"kubernetes.io/arch", "amd64"},
+              {"node.kubernetes.io/instance-type", "hgx-h100-8"},
+              {"nvidia.com/gpu.present", "true"},
+              {"nvidia.com/gpu.product", "NVIDIA-H100-80GB-HBM3"},
+              {"nvidia.com/gpu.count", "8"},
+              {"topology.kubernetes.io/zone", "zone-a"},
+              {"topology.cmax.io/rack", fmt::format("rack-{:04d}", i / spec.nodes_per_rack)},
+              {"nvidia.com/gpu.clique", fmt::format("fleet.{}", i / spec.nodes_per_nvlink_domain)}}},
+            {"annotations", {{"kwok.x-k8s.io/node", "fake"}, {"node.alpha.kubernetes.io/ttl", "0"}}}}},
+          {"spec", json::object()},
+          {"status", {{"capacity", res}, {"allocatable", res}}}};
+}
+
+std::uint64_t monotonic_usec() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1000000u + static_cast<std::uint64_t>(ts.tv_nsec) / 1000u;
+}
+
+}  // namespace
+
+std::optional<std::string> KwokFleet::unavailable() {
+  auto why = slurp(bin_dir() / "kwok.unavailable");
+  while (!why.empty() && (why.back() == '\n' || why.back() == '\r')) why.pop_back();
+  if (!why.empty()) return "no KWOK here: " + why;
+  if (::access((bin_dir() / "kwok").c_str(), X_OK) != 0 ||
+      !std::filesystem::exists(bin_dir() / "kwok-stages" / "node-initialize.yaml"))
+    return fmt::format("no KWOK here: {} is not built (tests/kube/build_kwok.sh {} builds it; ctest's kube.build_kwok "
+                       "runs it)",
+                       (bin_dir() / "kwok").string(), bin_dir().string());
+  return std::nullopt;
+}
+
+std::string KwokFleet::node_name(int i) { return fmt::format("kwok-{:05d}", i); }
+
+std::string KwokFleet::log_tail() const { return tail(slurp(kube_.dir() / "kwok.log")); }
+
+KwokFleet::~KwokFleet() {
+  if (kwok_) kwok_->stop();
+}
+
+Result<std::unique_ptr<KwokFleet>> KwokFleet::start(const KubeCluster& kube, const KwokFleetSpec& spec) {
+  if (auto why = unavailable()) return fail("start KWOK: {}", *why);
+  std::unique_ptr<KwokFleet> f(new KwokFleet(kube, spec));
+
+  // The nodes first, from several threads (one TLS connection per request, as the harness makes).
+  const auto t0 = std::chrono::steady_clock::now();
+  std::atomic<int> next{0}, failed{0};
+  std::string first_error;
+  std::mutex mu;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < spec.register_threads; ++t)
+    threads.emplace_back([&] {
+      for (int i; (i = next++) < spec.nodes;) {
+        auto r = kube.request("POST", "/api/v1/nodes", node_object(spec, i).dump());
+        if (!r || (r->status != 201 && r->status != 409)) {
+          ++failed;
+          std::lock_guard l(mu);
+          if (first_error.empty()) first_error = r ? fmt::format("{} {}", r->status, r->text.substr(0, 300)) : r.error().message;
+        }
+      }
+    });
+  for (auto& t : threads) t.join();
+  if (failed) return fail("register {} of {} KWOK nodes failed; first: {}", failed.load(), spec.nodes, first_error);
+  f->register_s_ = seconds_since(t0);
+
+  // KWOK: upstream's two node Stages of v0.8.0 and the options, in one config file.
+  const auto config = kube.dir() / "kwok.yaml";
+  {
+    std::ofstream out(config);
+    out << "apiVersion: config.kwok.x-k8s.io/v1alpha1\nkind: KwokConfiguration\noptions:\n"
+        << "  manageAllNodes: false\n  manageNodesWithLabelSelector: type=kwok\n"
+        << fmt::format("  nodeLeaseDurationSeconds: {}\n", spec.lease_seconds)
+        // KWOK's defaults, written out: a config file of one's own is not defaulted field by field.
+        << "  nodeLeaseParallelism: 4\n  nodePlayStageParallelism: 4\n  podPlayStageParallelism: 4\n"
+        << "  podsOnNodeSyncParallelism: 1\n---\n"
+        << slurp(bin_dir() / "kwok-stages" / "node-initialize.yaml") << "\n---\n"
+        << slurp(bin_dir() / "kwok-stages" / "node-heartbeat-with-lease.yaml") << "\n";
+    if (!out) return fail("write {}: {}", config.string(), std::strerror(errno));
+  }
+  auto kwok = Daemon::start({(bin_dir() / "kwok").string(), "--kubeconfig=" + kube.admin().kubeconfig,
+                             "--config=" + config.string(), "--manage-all-nodes=false",
+                             "--manage-nodes-with-label-selector=type=kwok", "--node-lease-duration-seconds=" +
+                                                                                 std::to_string(spec.lease_seconds)},
+                            {"HOME=" + kube.dir().string()}, kube.dir() / "kwok.log");
+  if (!kwok) return fail("start KWOK: {}", kwok.error().message);
+  f->kwok_.emplace(std::move(*kwok));
+
+  // Every node Ready, as KWOK's node-initialize Stage set it.
+  const auto t1 = std::chrono::steady_clock::now();
+  const auto deadline = t1 + spec.ready_timeout;
+  int ready = 0;
+  for (;;) {
+    if (!f->kwok_->running())
+      return fail("KWOK ended ({}): {}", f->kwok_->exit_status(), f->log_tail());
+    ready = 0;
+    std::string next_page;
+    bool listed = true;
+    do {
+      auto r = kube.request("GET", "/api/v1/nodes?labelSelector=type%3Dkwok&limit=500" +
+                                       (next_page.empty() ? "" : "&continue=" + next_page));
+      if (!r || r->status != 200 || !r->body.is_object()) {
+        listed = false;
+        break;
+      }
+      for (const auto& n : r->body.value("items", json::array()))
+        for (const auto& c : n["status"].value("conditions", json::array()))
+          if (c.value("type", "") == "Ready" && c.value("status", "") == "True") ++ready;
+      next_page = r->body["metadata"].value("continue", "");
+    } while (!next_page.empty());
+    if (listed && ready >= spec.nodes) break;
+    if (std::chrono::steady_clock::now() > deadline)
+      return fail("{} of {} KWOK nodes Ready after {} s; KWOK's log: {}", ready, spec.nodes, spec.ready_timeout.count(),
+                  f->log_tail());
+    std::this_thread::sleep_for(spec.nodes > 2000 ? 2s : 500ms);
+  }
+  f->ready_s_ = seconds_since(t1);
+  return f;
+}
+
+Result<std::unique_ptr<FleetAgents>> FleetAgents::start(const KubeCluster& kube, const FleetAgentSpec& spec) {
+  std::unique_ptr<FleetAgents> a(new FleetAgents(spec));
+  std::error_code ec;
+  std::filesystem::create_directories(spec.dir, ec);
+  if (ec) return fail("create {}: {}", spec.dir.string(), ec.message());
+  for (std::size_t i = 0; i < spec.nodes.size(); ++i) {
+    const auto fifo = spec.dir / (spec.nodes[i] + ".kmsg");
+    std::filesystem::remove(fifo, ec);
+    if (::mkfifo(fifo.c_str(), 0600) != 0) return fail("mkfifo {}: {}", fifo.string(), std::strerror(errno));
+    // Held open for writing (and reading, so the open does not wait for cmaxd): a fault is one write.
+    int fd = ::open(fifo.c_str(), O_RDWR | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return fail("open {}: {}", fifo.string(), std::strerror(errno));
+    a->fifo_fds_.push_back(fd);
+    a->seqs_.push_back(0);
+    std::filesystem::remove(spec.dir / (spec.nodes[i] + ".db"), ec);
+    std::vector<std::string> argv = {spec.cmaxd,
+                                     "--node=" + spec.nodes[i],
+                                     "--scheduler=kubernetes",
+                                     "--kube-api=" + kube.url(),
+                                     "--kube-token-file=" + kube.cmaxd().token_file,
+                                     "--kube-ca-file=" + kube.ca_file(),
+                                     "--kmsg=" + fifo.string(),
+                                     "--db=" + (spec.dir / (spec.nodes[i] + ".db")).string(),
+                                     "--act-on=kernel",
+                                     "--no-nvml",
+                                     "--no-ib",
+                                     "--metrics-listen",
+                                     "",
+                                     fmt::format("--fleet-max-percent={}", spec.fleet_max_percent)};
+    if (!spec.pool_selector.empty()) argv.push_back("--kube-pool-selector=" + spec.pool_selector);
+    auto d = Daemon::start(argv, {}, a->log_path(i));
+    if (!d) return fail("start cmaxd for {}: {}", spec.nodes[i], d.error().message);
+    a->daemons_.push_back(std::move(*d));
+  }
+  for (std::size_t i = 0; i < a->daemons_.size(); ++i)
+    if (!wait_for_log(a->log_path(i), "cmaxd: node", spec.ready_timeout, &a->daemons_[i]))
+      return fail("cmaxd for {} did not start reading within {} s: {}", spec.nodes[i], spec.ready_timeout.count(),
+                  tail(a->log(i), 1500));
+  return a;
+}
+
+FleetAgents::~FleetAgents() {
+  stop();
+  for (int fd : fifo_fds_) ::close(fd);
+}
+
+void FleetAgents::stop() {
+  for (auto& d : daemons_) d.stop();
+}
+
+std::size_t FleetAgents::running() {
+  std::size_t n = 0;
+  for (auto& d : daemons_) n += d.running();
+  return n;
+}
+
+std::filesystem::path FleetAgents::log_path(std::size_t i) const { return spec_.dir / (spec_.nodes[i] + ".log"); }
+
+std::string FleetAgents::log(std::size_t i) const { return slurp(log_path(i)); }
+
+Result<void> FleetAgents::fault(std::size_t i) {
+  // /dev/kmsg's read format: "prio,seq,usec,flags;message\n"; prio 3 is the kernel at LOG_ERR.
+  const auto rec = fmt::format("3,{},{},-;NVRM: Xid (PCI:0000:1b:00): 79, pid=4242, name=python, GPU has fallen off "
+                               "the bus.\n",
+                               ++seqs_[i], monotonic_usec());
+  if (::write(fifo_fds_[i], rec.data(), rec.size()) != static_cast<ssize_t>(rec.size()))
+    return fail("write the fault to {}'s FIFO: {}", spec_.nodes[i], std::strerror(errno));
+  return ok();
+}
+
+}  // namespace cmax::test
