@@ -93,6 +93,13 @@ int main(int argc, char** argv) {
   app.add_option("--kube-timeout-ms", kube_timeout_ms, "Deadline of each API request")->capture_default_str();
   app.add_option("--slurm-conf", slurm_conf, "slurm.conf for scontrol (SLURM_CONF); default: Slurm's own");
   app.add_option("--scontrol-timeout-ms", timeout_ms, "Deadline of each scontrol call")->capture_default_str();
+  std::string breaker_license = "cmax_breaker";
+  app.add_option("--slurm-breaker-license", breaker_license,
+                 "Slurm: the license whose count is the fleet breaker's exact limit (slurm.conf\n"
+                 "Licenses=NAME:L); each held node takes a unit through a license-only reservation\n"
+                 "cmax_hold_NODE, so agents faulting at once never pass L ('' or no such license:\n"
+                 "read-then-act only, said once)")
+      ->capture_default_str();
   app.add_option("--act-on", act_on,
                  "Records that may trigger actions: 'kernel' (kernel facility only; a line written to /dev/kmsg\n"
                  "from userspace is recorded but never acted on) or 'any' (fault drills inject from userspace)")
@@ -210,6 +217,7 @@ int main(int argc, char** argv) {
     so.conf_path = slurm_conf;
     so.timeout = std::chrono::milliseconds(timeout_ms);
     so.dry_run = opt.dry_run;
+    so.breaker_license = breaker_license;
     scheduler = std::make_unique<sched::SlurmScheduler>(so);
   }
 

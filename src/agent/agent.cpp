@@ -487,6 +487,7 @@ void Agent::record_observed_resume(const sched::NodeState& st) {
   }
   ++stats_.resumes_observed;
   log_line("info", reason);
+  if (auto r = scheduler_.release_hold(options_.node); !r) log_line("warn", r.error().message);
 }
 
 Result<Agent::Attempt> Agent::attempt_action(const Request& r) {
@@ -560,6 +561,8 @@ void Agent::execute(const Request& r, std::stop_token stop) {
     self_resuming_ = false;
   }
   hold_cv_.notify_all();
+  if (r.verb == "resume" && (status == "done" || status == "unchanged"))
+    if (auto rel = scheduler_.release_hold(options_.node); !rel) log_line("warn", rel.error().message);
   log_line(status == "failed" ? "error" : status == "refused" ? "warn" : "info",
            fmt::format("{} {} {}: {} (record read -> scheduler called {:.3f} ms, returned {:.3f} ms)", r.verb,
                        options_.node, status, detail, called.count() / 1000.0, latency.count() / 1000.0));

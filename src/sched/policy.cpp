@@ -101,6 +101,7 @@ PoolCount pool_count(const std::vector<NodeState>& nodes, std::string_view node)
     if (held_by_cmax(n)) {
       ++c.held;
       c.node_held |= n.name == node;
+      c.held_nodes.push_back(n.name);
     }
   }
   return c;

@@ -78,6 +78,12 @@ class Scheduler {
     (void)node, (void)pool, (void)limit;
     return Claim{};
   }
+  /// Gives back the slot claim_hold() took for `node`, once it is back in service. The default has
+  /// none to give back (Kubernetes' slots go stale by themselves).
+  virtual Result<void> release_hold(std::string_view node) {
+    (void)node;
+    return ok();
+  }
   /// True when the control plane pushes node changes (wait_in_service watches); false: a caller
   /// that must see a resume polls node_state().
   virtual bool watches_resume() const { return false; }

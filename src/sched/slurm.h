@@ -19,7 +19,20 @@ struct SlurmOptions {
   /// Mutating calls still read the node's state, then report their argv without running it.
   bool dry_run = false;
   std::string scontrol = "scontrol";  ///< program name (looked up on PATH) or path
+  /// The slurm.conf license whose count is the fleet breaker's exact limit (Licenses=NAME:L): each
+  /// held node takes one unit through a license-only reservation cmax_hold_NODE, and slurmctld
+  /// refuses a reservation past L. Empty: read-then-act only.
+  std::string breaker_license = "cmax_breaker";
+  /// How long a claim counts before its node shows as held (the drain is under way, or failed).
+  std::chrono::seconds claim_ttl{120};
 };
+
+/// argv of `scontrol create reservation ReservationName=cmax_hold_NODE Licenses=LICENSE:1
+/// StartTime=now Duration=UNLIMITED Users=root Flags=ANY_NODES NodeCnt=0`: a license-only
+/// reservation (no node is reserved) holding one unit of the breaker's license.
+std::vector<std::string> claim_argv(const SlurmOptions& options, std::string_view node);
+/// "cmax_hold_NODE": the name of a node's breaker claim.
+std::string claim_name(std::string_view node);
 
 /// argv of `scontrol update NodeName=node State=DRAIN Reason=reason`.
 std::vector<std::string> drain_argv(const SlurmOptions& options, std::string_view node,
@@ -58,6 +71,15 @@ class SlurmScheduler final : public Scheduler {
   /// extra scontrol call on the path to a drain.
   Result<PoolCount> held_by_cmax(std::string_view node) override;
   static constexpr std::chrono::milliseconds kReuseWindow{1000};
+  /// Through slurmctld's own serialisation: a license-only reservation cmax_hold_NODE holding one
+  /// unit of options.breaker_license; slurmctld creates it only while units are left ("Invalid
+  /// license specification" past the total). A full license first has its stale claims deleted
+  /// (node no longer held by cmax, claim older than claim_ttl) and is tried once more. A cluster
+  /// without the license decides by the read alone, not exact, saying how to configure it (and
+  /// is not asked again for 10 minutes).
+  Result<Claim> claim_hold(std::string_view node, const PoolCount& pool, int limit) override;
+  /// Deletes cmax_hold_NODE (none: nothing to do).
+  Result<void> release_hold(std::string_view node) override;
 
   const SlurmOptions& options() const { return options_; }
 
@@ -74,6 +96,8 @@ class SlurmScheduler final : public Scheduler {
     std::chrono::steady_clock::time_point at;
   };
   std::optional<Remembered> remembered_;  ///< from the last held_by_cmax(); used once
+  std::vector<std::string> held_all_;     ///< every node cmax held at the last held_by_cmax() (stale claims)
+  std::optional<std::chrono::steady_clock::time_point> no_license_since_;  ///< the license was missing then
 };
 
 }  // namespace cmax::sched

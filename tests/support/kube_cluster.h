@@ -112,6 +112,9 @@ class KubeCluster {
   std::filesystem::path audit_log() const { return dir_ / "audit.log"; }
   /// The API server's log, for failure messages.
   std::string apiserver_log_tail() const;
+  /// The daemons' process ids (for CPU and memory accounting); -1 when not running.
+  pid_t apiserver_pid() const { return apiserver_ ? apiserver_->pid() : -1; }
+  pid_t etcd_pid() const { return etcd_ ? etcd_->pid() : -1; }
 
  private:
   KubeCluster() = default;

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <ctime>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <thread>
 
@@ -65,11 +66,6 @@ json node_object(const KwokFleetSpec& spec, int i) {
           {"status", {{"capacity", res}, {"allocatable", res}}}};
 }
 
-std::uint64_t monotonic_usec() {
-  timespec ts{};
-  ::clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<std::uint64_t>(ts.tv_sec) * 1000000u + static_cast<std::uint64_t>(ts.tv_nsec) / 1000u;
-}
 
 }  // namespace
 
@@ -86,6 +82,11 @@ std::optional<std::string> KwokFleet::unavailable() {
 }
 
 std::string KwokFleet::node_name(int i) { return fmt::format("kwok-{:05d}", i); }
+
+std::vector<std::string> KwokFleet::agent_args() const {
+  return {"--scheduler=kubernetes", "--kube-api=" + kube_.url(), "--kube-token-file=" + kube_.cmaxd().token_file,
+          "--kube-ca-file=" + kube_.ca_file()};
+}
 
 std::string KwokFleet::log_tail() const { return tail(slurp(kube_.dir() / "kwok.log")); }
 
@@ -170,76 +171,6 @@ Result<std::unique_ptr<KwokFleet>> KwokFleet::start(const KubeCluster& kube, con
   }
   f->ready_s_ = seconds_since(t1);
   return f;
-}
-
-Result<std::unique_ptr<FleetAgents>> FleetAgents::start(const KubeCluster& kube, const FleetAgentSpec& spec) {
-  std::unique_ptr<FleetAgents> a(new FleetAgents(spec));
-  std::error_code ec;
-  std::filesystem::create_directories(spec.dir, ec);
-  if (ec) return fail("create {}: {}", spec.dir.string(), ec.message());
-  for (std::size_t i = 0; i < spec.nodes.size(); ++i) {
-    const auto fifo = spec.dir / (spec.nodes[i] + ".kmsg");
-    std::filesystem::remove(fifo, ec);
-    if (::mkfifo(fifo.c_str(), 0600) != 0) return fail("mkfifo {}: {}", fifo.string(), std::strerror(errno));
-    // Held open for writing (and reading, so the open does not wait for cmaxd): a fault is one write.
-    int fd = ::open(fifo.c_str(), O_RDWR | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0) return fail("open {}: {}", fifo.string(), std::strerror(errno));
-    a->fifo_fds_.push_back(fd);
-    a->seqs_.push_back(0);
-    std::filesystem::remove(spec.dir / (spec.nodes[i] + ".db"), ec);
-    std::vector<std::string> argv = {spec.cmaxd,
-                                     "--node=" + spec.nodes[i],
-                                     "--scheduler=kubernetes",
-                                     "--kube-api=" + kube.url(),
-                                     "--kube-token-file=" + kube.cmaxd().token_file,
-                                     "--kube-ca-file=" + kube.ca_file(),
-                                     "--kmsg=" + fifo.string(),
-                                     "--db=" + (spec.dir / (spec.nodes[i] + ".db")).string(),
-                                     "--act-on=kernel",
-                                     "--no-nvml",
-                                     "--no-ib",
-                                     "--metrics-listen",
-                                     "",
-                                     fmt::format("--fleet-max-percent={}", spec.fleet_max_percent)};
-    if (!spec.pool_selector.empty()) argv.push_back("--kube-pool-selector=" + spec.pool_selector);
-    auto d = Daemon::start(argv, {}, a->log_path(i));
-    if (!d) return fail("start cmaxd for {}: {}", spec.nodes[i], d.error().message);
-    a->daemons_.push_back(std::move(*d));
-  }
-  for (std::size_t i = 0; i < a->daemons_.size(); ++i)
-    if (!wait_for_log(a->log_path(i), "cmaxd: node", spec.ready_timeout, &a->daemons_[i]))
-      return fail("cmaxd for {} did not start reading within {} s: {}", spec.nodes[i], spec.ready_timeout.count(),
-                  tail(a->log(i), 1500));
-  return a;
-}
-
-FleetAgents::~FleetAgents() {
-  stop();
-  for (int fd : fifo_fds_) ::close(fd);
-}
-
-void FleetAgents::stop() {
-  for (auto& d : daemons_) d.stop();
-}
-
-std::size_t FleetAgents::running() {
-  std::size_t n = 0;
-  for (auto& d : daemons_) n += d.running();
-  return n;
-}
-
-std::filesystem::path FleetAgents::log_path(std::size_t i) const { return spec_.dir / (spec_.nodes[i] + ".log"); }
-
-std::string FleetAgents::log(std::size_t i) const { return slurp(log_path(i)); }
-
-Result<void> FleetAgents::fault(std::size_t i) {
-  // /dev/kmsg's read format: "prio,seq,usec,flags;message\n"; prio 3 is the kernel at LOG_ERR.
-  const auto rec = fmt::format("3,{},{},-;NVRM: Xid (PCI:0000:1b:00): 79, pid=4242, name=python, GPU has fallen off "
-                               "the bus.\n",
-                               ++seqs_[i], monotonic_usec());
-  if (::write(fifo_fds_[i], rec.data(), rec.size()) != static_cast<ssize_t>(rec.size()))
-    return fail("write the fault to {}'s FIFO: {}", spec_.nodes[i], std::strerror(errno));
-  return ok();
 }
 
 }  // namespace cmax::test

@@ -10,9 +10,8 @@
 // not-ready taint admission puts on a new node stays, as on any KWOK cluster without one; cmax
 // ignores taints that are not its own.
 //
-// FleetAgents starts one cmaxd process per given node, as the least-privilege ServiceAccount of
-// deploy/kubernetes/cmaxd.yaml, each reading its own FIFO of kernel-log records instead of this
-// machine's /dev/kmsg, so that a test can fault any subset of them in the same instant.
+// support/fleet_agents.h runs the real cmaxd agents of some of its nodes (kube_agent_args: as the
+// least-privilege ServiceAccount of deploy/kubernetes/cmaxd.yaml).
 
 #include <sys/types.h>
 
@@ -26,6 +25,7 @@
 
 #include "core/result.h"
 #include "support/daemon.h"
+#include "support/fleet_agents.h"
 #include "support/kube_cluster.h"
 
 namespace cmax::test {
@@ -55,9 +55,13 @@ class KwokFleet {
   /// "kwok-00042": node i of the fleet.
   static std::string node_name(int i);
   int size() const { return spec_.nodes; }
+  /// cmaxd's arguments for an agent of this fleet: --scheduler kubernetes, the API server, the
+  /// cmaxd ServiceAccount's token and the CA.
+  std::vector<std::string> agent_args() const;
   double register_seconds() const { return register_s_; }  ///< POSTing the Node objects
   double ready_seconds() const { return ready_s_; }        ///< KWOK started -> every node Ready
   bool running() { return kwok_ && kwok_->running(); }
+  pid_t pid() const { return kwok_ ? kwok_->pid() : -1; }
   std::string log_tail() const;
 
  private:
@@ -66,43 +70,6 @@ class KwokFleet {
   KwokFleetSpec spec_;
   std::optional<Daemon> kwok_;
   double register_s_ = 0, ready_s_ = 0;
-};
-
-struct FleetAgentSpec {
-  std::string cmaxd;               ///< the cmaxd binary
-  std::vector<std::string> nodes;  ///< one cmaxd each
-  double fleet_max_percent = 100;
-  std::string pool_selector;       ///< --kube-pool-selector ("" : the whole cluster, as deployed)
-  std::filesystem::path dir;       ///< FIFOs, event logs, stderr logs
-  std::chrono::seconds ready_timeout{60};
-};
-
-class FleetAgents {
- public:
-  /// Makes a FIFO per node and starts a cmaxd per node on it; waits until each says it reads.
-  static Result<std::unique_ptr<FleetAgents>> start(const KubeCluster& kube, const FleetAgentSpec& spec);
-  ~FleetAgents();
-  FleetAgents(const FleetAgents&) = delete;
-  FleetAgents& operator=(const FleetAgents&) = delete;
-
-  std::size_t size() const { return spec_.nodes.size(); }
-  const std::string& node(std::size_t i) const { return spec_.nodes[i]; }
-  /// Writes a fatal Xid 79 record to agent i's FIFO, stamped now; returns when it is written.
-  Result<void> fault(std::size_t i);
-  /// Agent i's stderr (its JSON log lines).
-  std::string log(std::size_t i) const;
-  std::filesystem::path log_path(std::size_t i) const;
-  /// Agents that are still running.
-  std::size_t running();
-  /// Stops every agent (SIGKILL; the event log is WAL-safe).
-  void stop();
-
- private:
-  explicit FleetAgents(FleetAgentSpec spec) : spec_(std::move(spec)) {}
-  FleetAgentSpec spec_;
-  std::vector<Daemon> daemons_;
-  std::vector<int> fifo_fds_;
-  std::vector<std::uint64_t> seqs_;  ///< the last record's seq, per FIFO
 };
 
 }  // namespace cmax::test
