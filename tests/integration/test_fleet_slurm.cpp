@@ -11,6 +11,8 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <cstdlib>
 #include <map>
 #include <regex>
@@ -182,6 +184,55 @@ TEST_F(FleetSlurm, TheBreakerHoldsOnSlurmUnderABurstOfRealAgents) {
   }
   EXPECT_TRUE(drained_now) << (*agents)->log(again);
   EXPECT_EQ(held_now(cluster), limit);
+}
+
+// `cmax run --stage audit` and `cmax check --submit --wait` fan out to every node through Slurm
+// (one srun step, one job step a node): every node answers, and the wall time per node is printed
+// (bench/fleet_scale_slurm.sh plots it against the node count). The active checks run where
+// CMAX_FLEET_CHECKS=1 (the bench): storage only, small.
+TEST_F(FleetSlurm, TheAuditAndTheChecksReachEveryNode) {
+  const int nodes = env_int("CMAX_FLEET_SLURMD", 32);
+  cmax::test::SlurmClusterOptions o;
+  o.nodes = nodes;
+  o.ready_timeout = std::chrono::milliseconds(30000 + 500 * nodes);
+  auto c = SlurmCluster::start(o);
+  ASSERT_TRUE(c) << c.error().message;
+  auto& cluster = **c;
+  const std::vector<std::string> env = {"SLURM_CONF=" + cluster.conf_path()};
+  const auto out = cluster.dir() / "run";
+  const auto t0 = Clock::now();
+  auto audit = cmax::core::run_process(
+      {{CMAX_BIN, "run", "--stage", "audit", "--harness", "slurm", "--slurm-conf", cluster.conf_path(), "--out",
+        out.string(), "--node-timeout-s", std::to_string(60 + nodes), "--json"},
+       std::chrono::seconds(300 + 2 * nodes), 64u << 20, env});
+  const double audit_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  ASSERT_TRUE(audit) << audit.error().message;
+  int ok = 0;
+  for (std::size_t at = 0; (at = audit->out.find(R"("status": "ok")", at)) != std::string::npos; ++at) ++ok;
+  if (ok == 0)
+    for (std::size_t at = 0; (at = audit->out.find(R"("status":"ok")", at)) != std::string::npos; ++at) ++ok;
+  std::printf("[ measure  ] Slurm, %d slurmd: cmax run --stage audit %.1f s (%.0f ms a node), %d nodes ok\n", nodes,
+              audit_s, audit_s * 1000 / nodes, ok);
+  EXPECT_EQ(ok, nodes) << audit->err.substr(0, 2000);
+  if (env_int("CMAX_FLEET_CHECKS", 0) == 0) return;
+  const auto scratch = cluster.dir() / "scratch";
+  std::filesystem::create_directories(scratch);
+  const auto lenient = cluster.dir() / "lenient.json";
+  std::ofstream(lenient) << R"({"schema": "cmax.health-thresholds/1", "thresholds": {
+      "storage.metadata.p99_us": {"max": 1e12}, "storage.metadata.files_per_s": {"min": 0},
+      "storage.seq_write.gbps": {"min": 0}, "storage.seq_read.gbps": {"min": 0}, "storage.fsync.p99_ms": {"max": 1e12}}})";
+  const auto t1 = Clock::now();
+  auto checks = cmax::core::run_process(
+      {{CMAX_BIN, "check", "--submit", "--wait", "--slurm-conf", cluster.conf_path(), "--checks", "storage", "--path",
+        scratch.string(), "--output-dir", (cluster.dir() / "checks").string(), "--thresholds", lenient.string(),
+        "--seq-mib", "4", "--metadata-files", "100", "--fsync-count", "10", "--check-timeout-s", "60",
+        "--wait-timeout-s", std::to_string(300 + 4 * nodes)},
+       std::chrono::seconds(400 + 4 * nodes), 64u << 20, env});
+  const double checks_s = std::chrono::duration<double>(Clock::now() - t1).count();
+  ASSERT_TRUE(checks) << checks.error().message;
+  std::printf("[ measure  ] Slurm, %d slurmd: cmax check --submit --wait %.1f s (%.0f ms a node), exit %d\n", nodes,
+              checks_s, checks_s * 1000 / nodes, checks->exit_code);
+  EXPECT_LE(checks->exit_code, 1) << checks->err.substr(0, 2000);
 }
 
 }  // namespace

@@ -270,6 +270,7 @@ TEST_F(FleetKwok, TheBreakerHoldsItsLimitUnderABurstOfRealAgents) {
   auto agents = start_agents(burst, 3, 1.0);
   ASSERT_TRUE(agents);
   const std::size_t limit = std::max(1, fleet_->size() / 100);
+  const std::size_t expect_drained = std::min<std::size_t>(limit, static_cast<std::size_t>(burst));
   CordonWatch watch(*kube_);
   std::this_thread::sleep_for(500ms);
   for (std::size_t i = 0; i < agents->size(); ++i) ASSERT_TRUE(agents->fault(i));
@@ -299,8 +300,8 @@ TEST_F(FleetKwok, TheBreakerHoldsItsLimitUnderABurstOfRealAgents) {
               "most held at any moment %zu\n",
               agents->size(), fleet_->size(), limit, done, refused, watch.max_held());
   EXPECT_EQ(done + refused, agents->size()) << "every agent decided";
-  EXPECT_EQ(held_now, limit);
-  EXPECT_EQ(done, limit);
+  EXPECT_EQ(held_now, expect_drained);
+  EXPECT_EQ(done, expect_drained);
   EXPECT_LE(watch.max_held(), limit) << "never over the limit, at any moment";
   for (const auto& r : refusals) EXPECT_NE(r.find("fleet circuit breaker"), std::string::npos) << r;
 }
@@ -309,6 +310,8 @@ TEST_F(FleetKwok, TheBreakerHoldsItsLimitUnderABurstOfRealAgents) {
 TEST_F(FleetKwok, IdleAndHoldingAgentsSendNoRequests) {
   const int count = std::min(20, env_int("CMAX_FLEET_BURST", 50));
   const int holding = count / 4;
+  std::size_t audit_start = 0;
+  (void)read_audit(*kube_, 0, &audit_start);  // earlier tests' agents may have had these nodes
   auto agents = start_agents(count, 5, 100);
   ASSERT_TRUE(agents);
   for (int i = 0; i < holding; ++i) ASSERT_TRUE(agents->fault(static_cast<std::size_t>(i)));
@@ -321,12 +324,13 @@ TEST_F(FleetKwok, IdleAndHoldingAgentsSendNoRequests) {
   }
   std::this_thread::sleep_for(1500ms);  // each holder has opened its watch
   std::size_t from = 0;
-  const auto before = read_audit(*kube_, 0, &from);
+  (void)read_audit(*kube_, 0, &from);
+  const auto before = read_audit(*kube_, audit_start);
   std::set<std::string> mine, watching;
   for (std::size_t i = 0; i < agents->size(); ++i) mine.insert(agents->node(i));
   for (const auto& a : before)
     if (a.verb == "watch" && mine.count(a.node)) watching.insert(a.node);
-  const int window_s = env_int("CMAX_FLEET_IDLE_SECONDS", 20);
+  const int window_s = env_int("CMAX_FLEET_IDLE_SECONDS", 10);
   std::this_thread::sleep_for(std::chrono::seconds(window_s));
   auto during = read_audit(*kube_, from);
   std::erase_if(during, [&](const Audited& a) { return !mine.count(a.node); });
