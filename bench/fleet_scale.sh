@@ -28,12 +28,7 @@ mkdir -p "$out"
 tsv="$out/results.tsv"
 printf 'nodes\tburst\tregister_s\tready_s\tp50_ms\tp99_ms\tmax_ms\treq_p50\treq_max\tapi_cpu_ms\tetcd_cpu_ms\tagent_cpu_ms\tapi_rss\tetcd_rss\tkwok_rss\tagent_rss\tlimit\tdrained\trefused\tmax_held\tidle_agents\tidle_requests\tidle_window_s\n' >"$tsv"
 
-# The last number in the first match of $1 in $2, or "-" (a field is never empty: read splits on tabs).
-num() {
-  local v
-  v=$(grep -oE "$1" <<<"$2" | head -1 | grep -oE '[0-9]+(\.[0-9]+)?' | tail -1)
-  echo "${v:--}"
-}
+source bench/measure_lib.sh
 
 for n in "${nodes[@]}"; do
   for k in "${bursts[@]}"; do

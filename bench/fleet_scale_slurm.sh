@@ -18,11 +18,7 @@ mkdir -p "$out"
 tsv="$out/results.tsv"
 printf 'nodes\tup_s\taudit_s\taudit_ms_node\taudit_ok\tchecks_s\tchecks_ms_node\tburst\tlimit\tdrained\trefused\tdecided_s\tmost_held\trpcs\trpc_per_decision\n' >"$tsv"
 
-num() {
-  local v
-  v=$(grep -oE "$1" <<<"$2" | head -1 | grep -oE '[0-9]+(\.[0-9]+)?' | tail -1)
-  echo "${v:--}"
-}
+source bench/measure_lib.sh
 
 for n in "${nodes[@]}"; do
   log="$out/run-$n.log"

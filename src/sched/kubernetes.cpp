@@ -404,6 +404,33 @@ Result<void> KubernetesScheduler::list_nodes(std::string_view action, std::strin
 }
 
 Result<int> KubernetesScheduler::count_pool(std::string_view action, std::string_view node) {
+  if (options_.pool_selector.empty()) return count_pool_pages(action, node);  // one request: the server says
+  // With a selector the server gives no remainingItemCount: the count is paged. An agent that
+  // counted keeps the total in a Lease for pool_total_ttl; the others read that one object.
+  const std::string collection =
+      "/apis/coordination.k8s.io/v1/namespaces/" + kube::encode_query_value(options_.breaker_namespace) + "/leases";
+  const std::string name =
+      fmt::format("{}-{}-total", options_.breaker_lease, kube::breaker_pool_key(options_.pool_selector));
+  const auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(clock_->now().time_since_epoch()).count();
+  const auto ttl_ms = std::chrono::duration_cast<std::chrono::milliseconds>(options_.pool_total_ttl).count();
+  std::optional<kube::PoolTotal> cached;
+  bool exists = false;
+  if (auto got = request("GET", collection + "/" + name, {}, {}); got && is_success(got->status)) {
+    exists = true;
+    cached = kube::parse_pool_total(got->body);
+    if (cached && now_ms - cached->counted_ms < ttl_ms && cached->counted_ms <= now_ms + ttl_ms) return cached->total;
+  }
+  auto total = count_pool_pages(action, node);
+  if (!total || options_.dry_run) return total;
+  // Kept for the others; a conflict (another agent just wrote it) or a refusal changes nothing here.
+  const auto body = kube::pool_total_json(name, options_.breaker_namespace, *total, now_ms, node,
+                                          cached ? cached->resource_version : std::string());
+  if (exists && cached) (void)request("PUT", collection + "/" + name, "application/json", body);
+  else if (!exists) (void)request("POST", collection, "application/json", body);
+  return total;
+}
+
+Result<int> KubernetesScheduler::count_pool_pages(std::string_view action, std::string_view node) {
   // Metadata only: a few hundred bytes an object instead of the whole Node.
   constexpr std::string_view kMetadataOnly =
       "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1, application/json";

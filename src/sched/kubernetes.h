@@ -86,6 +86,9 @@ struct KubernetesOptions {
   std::string breaker_namespace = "cmax-system";
   std::string breaker_lease = "cmax-fleet-breaker";
   std::chrono::seconds claim_ttl{120};
+  /// With a pool selector, how long a pool's node count (kept in the Lease
+  /// breaker_lease-<pool key>-total by the agent that counted it) is used before it is counted again.
+  std::chrono::seconds pool_total_ttl{600};
   /// How long one watch of a held node (wait_in_service) lasts before it is opened again from
   /// where it stopped: a held node costs one request per this, an idle agent none.
   std::chrono::seconds watch_timeout{600};
@@ -160,8 +163,12 @@ class KubernetesScheduler final : public Scheduler {
                           const std::string& field_selector,
                           const std::function<void(const std::vector<NodeState>&)>& on_page);
   /// How many nodes the pool has, read as metadata only: one object and the server's
-  /// remainingItemCount when it gives one (no selector), else pages of metadata.
+  /// remainingItemCount when it gives one (no selector); with a selector the count another agent
+  /// kept in the pool's total Lease while it is younger than pool_total_ttl, else pages of metadata
+  /// (then kept there).
   Result<int> count_pool(std::string_view action, std::string_view node);
+  /// The count itself, page by page.
+  Result<int> count_pool_pages(std::string_view action, std::string_view node);
   Result<kube::Node> read_node(std::string_view node);
   Result<Action> hold(std::string_view action, std::string_view node, std::string_view reason,
                       kube::Hold kind);

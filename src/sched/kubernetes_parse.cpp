@@ -439,6 +439,38 @@ std::string breaker_pool_key(std::string_view pool_selector) {
   return fmt::format("{:08x}", h);
 }
 
+std::optional<PoolTotal> parse_pool_total(std::string_view text) {
+  auto j = parse_json(text);
+  if (!j || !j->is_object() || string_at(*j, "kind") != "Lease") return std::nullopt;
+  const json* meta = find(*j, "metadata");
+  if (!meta || !meta->is_object()) return std::nullopt;
+  const json* ann = find(*meta, "annotations");
+  if (!ann || !ann->is_object()) return std::nullopt;
+  PoolTotal t;
+  t.resource_version = string_at(*meta, "resourceVersion");
+  const std::string total = string_at(*ann, kPoolTotalAnnotation), at = string_at(*ann, kPoolCountedAtAnnotation);
+  auto [p1, e1] = std::from_chars(total.data(), total.data() + total.size(), t.total);
+  auto [p2, e2] = std::from_chars(at.data(), at.data() + at.size(), t.counted_ms);
+  if (total.empty() || at.empty() || e1 != std::errc() || e2 != std::errc() || p1 != total.data() + total.size() ||
+      p2 != at.data() + at.size() || t.total < 0 || t.counted_ms <= 0)
+    return std::nullopt;
+  return t;
+}
+
+std::string pool_total_json(std::string_view name, std::string_view ns, int total, std::int64_t counted_ms,
+                            std::string_view holder, std::string_view resource_version) {
+  json meta = {{"name", name},
+               {"namespace", ns},
+               {"annotations",
+                {{kPoolTotalAnnotation, std::to_string(total)}, {kPoolCountedAtAnnotation, std::to_string(counted_ms)}}}};
+  if (!resource_version.empty()) meta["resourceVersion"] = resource_version;
+  return json{{"apiVersion", "coordination.k8s.io/v1"},
+              {"kind", "Lease"},
+              {"metadata", meta},
+              {"spec", {{"holderIdentity", holder}}}}
+      .dump();
+}
+
 SlotView view_slots(const std::vector<BreakerSlot>& slots, std::string_view node,
                     const std::vector<std::string>& held_nodes, int held_unnamed, int limit, std::int64_t now_ms,
                     std::int64_t ttl_ms) {

@@ -149,6 +149,23 @@ std::string breaker_slot_json(std::string_view name, std::string_view ns, std::s
 /// of its FNV-1a hash.
 std::string breaker_pool_key(std::string_view pool_selector);
 
+/// A pool's node count as an agent last counted it, kept in the Lease
+/// breaker_lease-<pool key>-total (annotations cmax.io/pool-total and cmax.io/pool-counted-at, ms
+/// since the epoch), so that other agents read one small object instead of paging through the
+/// pool's metadata (what a pool selector costs: the server gives no remainingItemCount then).
+inline constexpr std::string_view kPoolTotalAnnotation = "cmax.io/pool-total";
+inline constexpr std::string_view kPoolCountedAtAnnotation = "cmax.io/pool-counted-at";
+struct PoolTotal {
+  int total = 0;
+  std::int64_t counted_ms = 0;
+  std::string resource_version;
+};
+/// A Lease -> its pool total; nullopt when the annotations are missing or unreadable.
+std::optional<PoolTotal> parse_pool_total(std::string_view json);
+/// The Lease for `total`, counted by `holder` at `counted_ms`; with `resource_version` for a replace.
+std::string pool_total_json(std::string_view name, std::string_view ns, int total, std::int64_t counted_ms,
+                            std::string_view holder, std::string_view resource_version = {});
+
 /// What the slots say for `node`: whether it holds one already, how many nodes the breaker counts
 /// (live slot holders and held nodes, once each, plus held nodes it could not name), and which slot
 /// indices below `limit` it may try: free ones, and stale ones (holder not held, older than the TTL).

@@ -34,11 +34,7 @@ using cmax::test::FleetAgents;
 using cmax::test::FleetAgentSpec;
 using cmax::test::SlurmCluster;
 using Clock = std::chrono::steady_clock;
-
-int env_int(const char* name, int fallback) {
-  const char* v = std::getenv(name);
-  return v && *v ? std::atoi(v) : fallback;
-}
+using cmax::test::env_int;
 
 // Nodes cmax holds now, from one `scontrol -o show node`.
 int held_now(const SlurmCluster& c) {

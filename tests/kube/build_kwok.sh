@@ -15,7 +15,7 @@ mkdir -p "$out"
 out=$(cd "$out" && pwd)
 version=v0.8.0
 
-stamp=$(sha256sum "$here/build_kwok.sh" | cut -d' ' -f1)
+stamp=$(cat "$here/build_kwok.sh" "$here/find_go.sh" | sha256sum | cut -d' ' -f1)
 if [[ -x "$out/kwok" && -s "$out/kwok-stages/node-initialize.yaml" && "$(cat "$out/kwok.stamp" 2>/dev/null)" == "$stamp" ]]; then
   exit 0
 fi
@@ -28,13 +28,8 @@ unavailable() {
 }
 
 # KWOK v0.8.0's go.mod says `go 1.24`.
-go=""
-for g in "${GO:-}" "$(command -v go 2>/dev/null)" /usr/local/go/bin/go /usr/lib/go/bin/go; do
-  [[ -n "$g" && -x "$g" ]] || continue
-  v=$("$g" env GOVERSION 2>/dev/null | sed -n 's/^go\([0-9]*\)\.\([0-9]*\).*/\1 \2/p')
-  read -r major minor <<<"$v"
-  if [[ -n "${major:-}" ]] && (( major > 1 || (major == 1 && minor >= 24) )); then go=$g; break; fi
-done
+source "$here/find_go.sh"
+go=$(find_go 24)
 [[ -n "$go" ]] || unavailable "no Go 1.24 or newer found (PATH, /usr/local/go); install it from go.dev/dl to build KWOK"
 
 export CGO_ENABLED=0 GOFLAGS=-buildvcs=false GOTOOLCHAIN=local

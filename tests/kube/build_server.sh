@@ -14,7 +14,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 
-stamp=$(cat "$here/build_server.sh" "$here"/server/*/go.mod "$here"/server/*/go.sum "$here"/server/*/main.go | sha256sum | cut -d' ' -f1)
+stamp=$(cat "$here/build_server.sh" "$here/find_go.sh" "$here"/server/*/go.mod "$here"/server/*/go.sum "$here"/server/*/main.go | sha256sum | cut -d' ' -f1)
 if [[ -x "$out/kube-apiserver" && -x "$out/etcd" && "$(cat "$out/stamp" 2>/dev/null)" == "$stamp" ]]; then
   exit 0
 fi
@@ -27,13 +27,8 @@ unavailable() {
 }
 
 # Go 1.26 or newer (k8s.io/kubernetes v1.37 says `go 1.26.0`): PATH first, then the usual install.
-go=""
-for g in "${GO:-}" "$(command -v go 2>/dev/null)" /usr/local/go/bin/go /usr/lib/go/bin/go; do
-  [[ -n "$g" && -x "$g" ]] || continue
-  v=$("$g" env GOVERSION 2>/dev/null | sed -n 's/^go\([0-9]*\)\.\([0-9]*\).*/\1 \2/p')
-  read -r major minor <<<"$v"
-  if [[ -n "${major:-}" ]] && (( major > 1 || (major == 1 && minor >= 26) )); then go=$g; break; fi
-done
+source "$here/find_go.sh"
+go=$(find_go 26)
 [[ -n "$go" ]] || unavailable "no Go 1.26 or newer found (PATH, /usr/local/go); install it from go.dev/dl to build kube-apiserver"
 
 export CGO_ENABLED=0 GOFLAGS=-buildvcs=false GOTOOLCHAIN=local

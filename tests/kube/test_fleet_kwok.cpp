@@ -37,11 +37,7 @@ using cmax::test::FleetAgentSpec;
 using cmax::test::KubeCluster;
 using cmax::test::KwokFleet;
 using Clock = std::chrono::steady_clock;
-
-int env_int(const char* name, int fallback) {
-  const char* v = std::getenv(name);
-  return v && *v ? std::atoi(v) : fallback;
-}
+using cmax::test::env_int;
 
 double percentile(std::vector<double> v, double p) {
   if (v.empty()) return 0;

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <fstream>
@@ -16,17 +17,6 @@
 namespace cmax::test {
 namespace {
 
-std::string slurp(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-std::string tail(const std::string& text, std::size_t n = 3000) {
-  return text.size() <= n ? text : text.substr(text.size() - n);
-}
-
 std::uint64_t monotonic_usec() {
   timespec ts{};
   ::clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -34,6 +24,22 @@ std::uint64_t monotonic_usec() {
 }
 
 }  // namespace
+
+std::string read_text(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string last_chars(const std::string& text, std::size_t n) {
+  return text.size() <= n ? text : text.substr(text.size() - n);
+}
+
+int env_int(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::atoi(v) : fallback;
+}
 
 double process_cpu_seconds(pid_t pid) {
   std::ifstream in(fmt::format("/proc/{}/stat", pid));
@@ -90,7 +96,7 @@ Result<std::unique_ptr<FleetAgents>> FleetAgents::start(const FleetAgentSpec& sp
   for (std::size_t i = 0; i < a->daemons_.size(); ++i)
     if (!wait_for_log(a->log_path(i), "cmaxd: node", spec.ready_timeout, &a->daemons_[i]))
       return fail("cmaxd for {} did not start reading within {} s: {}", spec.nodes[i], spec.ready_timeout.count(),
-                  tail(a->log(i), 1500));
+                  last_chars(a->log(i), 1500));
   return a;
 }
 
@@ -117,7 +123,7 @@ std::size_t FleetAgents::running() {
 
 std::filesystem::path FleetAgents::log_path(std::size_t i) const { return spec_.dir / (spec_.nodes[i] + ".log"); }
 
-std::string FleetAgents::log(std::size_t i) const { return slurp(log_path(i)); }
+std::string FleetAgents::log(std::size_t i) const { return read_text(log_path(i)); }
 
 Result<void> FleetAgents::fault(std::size_t i, std::string_view pci) {
   // /dev/kmsg's read format: "prio,seq,usec,flags;message\n"; prio 3 is the kernel at LOG_ERR.

@@ -19,6 +19,13 @@
 
 namespace cmax::test {
 
+/// The whole file, or "" when it cannot be read (a log not written yet).
+std::string read_text(const std::filesystem::path& p);
+/// The last `n` characters of `text` (a log's tail for a failure message).
+std::string last_chars(const std::string& text, std::size_t n = 3000);
+/// The integer in environment variable `name` (the fleet tests' sizes), else `fallback`.
+int env_int(const char* name, int fallback);
+
 /// CPU seconds (user + system) a process has used so far; 0 when it cannot be read.
 double process_cpu_seconds(pid_t pid);
 /// Its resident memory now, MiB; 0 when it cannot be read.

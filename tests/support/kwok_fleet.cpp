@@ -24,17 +24,6 @@ using namespace std::chrono_literals;
 
 std::filesystem::path bin_dir() { return std::filesystem::path(CMAX_BINARY_DIR) / "kube"; }
 
-std::string slurp(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-std::string tail(const std::string& text, std::size_t n = 3000) {
-  return text.size() <= n ? text : text.substr(text.size() - n);
-}
-
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -70,7 +59,7 @@ json node_object(const KwokFleetSpec& spec, int i) {
 }  // namespace
 
 std::optional<std::string> KwokFleet::unavailable() {
-  auto why = slurp(bin_dir() / "kwok.unavailable");
+  auto why = read_text(bin_dir() / "kwok.unavailable");
   while (!why.empty() && (why.back() == '\n' || why.back() == '\r')) why.pop_back();
   if (!why.empty()) return "no KWOK here: " + why;
   if (::access((bin_dir() / "kwok").c_str(), X_OK) != 0 ||
@@ -88,7 +77,7 @@ std::vector<std::string> KwokFleet::agent_args() const {
           "--kube-ca-file=" + kube_.ca_file()};
 }
 
-std::string KwokFleet::log_tail() const { return tail(slurp(kube_.dir() / "kwok.log")); }
+std::string KwokFleet::log_tail() const { return last_chars(read_text(kube_.dir() / "kwok.log")); }
 
 KwokFleet::~KwokFleet() {
   if (kwok_) kwok_->stop();
@@ -129,8 +118,8 @@ Result<std::unique_ptr<KwokFleet>> KwokFleet::start(const KubeCluster& kube, con
         // KWOK's defaults, written out: a config file of one's own is not defaulted field by field.
         << "  nodeLeaseParallelism: 4\n  nodePlayStageParallelism: 4\n  podPlayStageParallelism: 4\n"
         << "  podsOnNodeSyncParallelism: 1\n---\n"
-        << slurp(bin_dir() / "kwok-stages" / "node-initialize.yaml") << "\n---\n"
-        << slurp(bin_dir() / "kwok-stages" / "node-heartbeat-with-lease.yaml") << "\n";
+        << read_text(bin_dir() / "kwok-stages" / "node-initialize.yaml") << "\n---\n"
+        << read_text(bin_dir() / "kwok-stages" / "node-heartbeat-with-lease.yaml") << "\n";
     if (!out) return fail("write {}: {}", config.string(), std::strerror(errno));
   }
   auto kwok = Daemon::start({(bin_dir() / "kwok").string(), "--kubeconfig=" + kube.admin().kubeconfig,

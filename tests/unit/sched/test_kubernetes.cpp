@@ -472,6 +472,21 @@ TEST(KubeParse, TheBreakersSlotsRoundTripAndReadAsTheServerListsThem) {
   EXPECT_NE(kube::breaker_pool_key("pool=a"), kube::breaker_pool_key("pool=b"));
 }
 
+TEST(KubeParse, APoolsTotalRoundTripsThroughItsLease) {
+  const auto text = kube::pool_total_json("cmax-fleet-breaker-1a2b3c4d-total", "cmax-system", 5000, 1765076662092, "n7", "9");
+  auto t = kube::parse_pool_total(text);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->total, 5000);
+  EXPECT_EQ(t->counted_ms, 1765076662092);
+  EXPECT_EQ(t->resource_version, "9");
+  EXPECT_FALSE(kube::parse_pool_total(R"({"kind":"Lease","metadata":{"annotations":{"cmax.io/pool-total":"12x",)"
+                                      R"("cmax.io/pool-counted-at":"1"}}})"));
+  EXPECT_FALSE(kube::parse_pool_total(R"({"kind":"Lease","metadata":{"annotations":{"cmax.io/pool-total":"-1",)"
+                                      R"("cmax.io/pool-counted-at":"1"}}})"));
+  EXPECT_FALSE(kube::parse_pool_total(R"({"kind":"Lease","metadata":{}})"));
+  EXPECT_FALSE(kube::parse_pool_total(R"({"kind":"Node"})"));
+}
+
 // The count the breaker decides on: live claims (holder held, or claimed within the TTL) and
 // held nodes once each; stale claims (holder back in service, claim old) may be replaced.
 TEST(KubeParse, SlotViewCountsLiveClaimsAndHeldNodesOnce) {
