@@ -393,18 +393,30 @@ MergedResults merge_active_jobs(const std::vector<JobResults>& jobs) { return me
 
 Result<std::string> wait_for_job(const SubmitOptions& o, std::string_view job_id, std::chrono::seconds timeout,
                                  const std::atomic<bool>* stop, std::chrono::milliseconds poll) {
+  // A slurmctld busy launching a job on hundreds of nodes may not answer one squeue in time (seen
+  // at 256 nodes on two cores): that is asked again at the next poll; only kMaxSilent silences in
+  // a row, or the wait's own deadline, end the wait.
+  constexpr int kMaxSilent = 12;
   const auto until = std::chrono::steady_clock::now() + timeout;
   std::string state = "PENDING";
+  int silent = 0;
   for (;;) {
     auto r = core::run_process({{"squeue", "-h", "-j", std::string(job_id), "-o", "%T"}, o.slurm_timeout, 1u << 16,
                                 slurm_env(o)});
     if (!r) return fail("squeue -j {}: {}", job_id, r.error().message);
     std::string out = r->out;
     while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
-    // A job squeue no longer lists (empty, or "Invalid job id" once it is purged) has ended.
-    if (r->timed_out) return fail("squeue -j {}: no answer in {} ms; is slurmctld up?", job_id, o.slurm_timeout.count());
-    if (r->exit_code != 0 || out.empty()) return state == "PENDING" || state == "RUNNING" ? std::string("COMPLETED") : state;
-    state = out;
+    if (r->timed_out) {  // asked again after the poll interval
+      if (++silent >= kMaxSilent || std::chrono::steady_clock::now() >= until)
+        return fail("squeue -j {}: no answer in {} ms, {} times in a row; is slurmctld up?", job_id,
+                    o.slurm_timeout.count(), silent);
+    } else if (r->exit_code != 0 || out.empty()) {
+      // A job squeue no longer lists (empty, or "Invalid job id" once it is purged) has ended.
+      return state == "PENDING" || state == "RUNNING" ? std::string("COMPLETED") : state;
+    } else {
+      silent = 0;
+      state = out;
+    }
     // squeue -j still lists a job that ended, for MinJobAge, in its final state.
     static constexpr std::string_view kEnded[] = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL",
                                                   "PREEMPTED", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE"};

@@ -20,6 +20,7 @@
 #include <thread>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "core/process.h"
 #include "sched/policy.h"
@@ -203,13 +204,20 @@ TEST_F(FleetSlurm, TheAuditAndTheChecksReachEveryNode) {
        std::chrono::seconds(300 + 2 * nodes), 64u << 20, env});
   const double audit_s = std::chrono::duration<double>(Clock::now() - t0).count();
   ASSERT_TRUE(audit) << audit.error().message;
-  int ok = 0;
-  for (std::size_t at = 0; (at = audit->out.find(R"("status": "ok")", at)) != std::string::npos; ++at) ++ok;
-  if (ok == 0)
-    for (std::size_t at = 0; (at = audit->out.find(R"("status":"ok")", at)) != std::string::npos; ++at) ++ok;
-  std::printf("[ measure  ] Slurm, %d slurmd: cmax run --stage audit %.1f s (%.0f ms a node), %d nodes ok\n", nodes,
-              audit_s, audit_s * 1000 / nodes, ok);
-  EXPECT_EQ(ok, nodes) << audit->err.substr(0, 2000);
+  std::map<std::string, int> statuses;  // ok, timeout, error ... as cmax run reports each node
+  std::string first_not_ok;
+  if (auto j = nlohmann::json::parse(audit->out, nullptr, false); j.is_object() && j.contains("nodes"))
+    for (const auto& n : j["nodes"]) {
+      const std::string st = n.value("status", "?");
+      ++statuses[st];
+      if (st != "ok" && first_not_ok.empty()) first_not_ok = n.dump().substr(0, 600);
+    }
+  const int ok = statuses["ok"];
+  std::string by_status;
+  for (const auto& [st, count] : statuses) by_status += fmt::format(" {} {}", count, st);
+  std::printf("[ measure  ] Slurm, %d slurmd: cmax run --stage audit %.1f s (%.0f ms a node), %d nodes ok (%s )\n", nodes,
+              audit_s, audit_s * 1000 / nodes, ok, by_status.c_str());
+  EXPECT_EQ(ok, nodes) << first_not_ok << "\n" << audit->err.substr(0, 2000);
   if (env_int("CMAX_FLEET_CHECKS", 0) == 0) return;
   const auto scratch = cluster.dir() / "scratch";
   std::filesystem::create_directories(scratch);

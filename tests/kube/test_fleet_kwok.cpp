@@ -268,9 +268,11 @@ TEST_F(FleetKwok, ABurstOfRealAgentsCordonsEveryNodeFast) {
               percentile(reqs, 50), percentile(reqs, 100), api_ms, etcd_ms, agent_ms, api_bg * 100, etcd_bg * 100,
               cmax::test::process_rss_mib(kube_->apiserver_pid()), cmax::test::process_rss_mib(kube_->etcd_pid()),
               cmax::test::process_rss_mib(fleet_->pid()), cmax::test::process_rss_mib(agents->pids()[0]));
-  // The goal is P99 < 100 ms (bench/fleet_scale.sh, 10,000 nodes, 100 agents); here, beside other
-  // tests on two cores, a bound that still fails a regression to per-agent seconds.
-  EXPECT_LT(percentile(ms, 99), 1500);
+  // On two cores a burst is CPU-bound (each drain costs the API server, etcd and its agent ~20 ms of
+  // CPU, all on this machine): 50 at once take ~0.4-0.7 s alone, more beside other tests. The bound
+  // fails the old breaker (one contended Lease: P50 2 s, 28 requests a drain) and a per-agent stall;
+  // the requests bound below fails any drain that does more than it should. docs/scale.md has the curve.
+  EXPECT_LT(percentile(ms, 99), 3000);
   EXPECT_LE(percentile(reqs, 100), 12) << "a drain's requests do not grow with the fleet";
   EXPECT_GE(percentile(reqs, 0), 7) << "held list, pool count, Lease read and write, node read, two patches, watch";
 }

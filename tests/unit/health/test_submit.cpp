@@ -246,5 +246,35 @@ TEST(Submit, TwoJobsMergeIntoOneDocumentAndANodeWithoutAResultIsUnverified) {
   EXPECT_FALSE(nlohmann::json::parse(one.document).contains("jobs"));
 }
 
+// A slurmctld busy launching a job on hundreds of nodes did not answer one squeue within its
+// timeout (256 slurmd on two cores, bench/fleet_scale_slurm.sh), and the wait gave up on a job
+// that was running. A silence is asked again; only many in a row end the wait. A stand-in squeue
+// (the contract: its arguments and its output) sleeps past the timeout twice, then says RUNNING,
+// then the job is gone.
+TEST(SubmitWait, ASlowSqueueIsAskedAgainNotTakenForADeadController) {
+  const fs::path dir = fs::path(::testing::TempDir()) / ("cmax-squeue-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const fs::path count = dir / "count";
+  {
+    std::ofstream sh(dir / "squeue");
+    sh << "#!/bin/sh\nn=$(cat '" << count.string() << "' 2>/dev/null || echo 0)\nn=$((n+1))\necho $n > '"
+       << count.string() << "'\ncase $n in 1|2) sleep 2 ;; 3) echo RUNNING ;; *) exit 0 ;; esac\n";
+  }
+  fs::permissions(dir / "squeue", fs::perms::owner_all);
+  const std::string old_path = std::getenv("PATH") ? std::getenv("PATH") : "";
+  ::setenv("PATH", (dir.string() + ":" + old_path).c_str(), 1);
+  SubmitOptions o;
+  o.slurm_timeout = 200ms;
+  auto state = wait_for_job(o, "42", 60s, nullptr, 50ms);
+  ::setenv("PATH", old_path.c_str(), 1);
+  ASSERT_TRUE(state) << state.error().message;
+  EXPECT_EQ(*state, "COMPLETED") << "ran, then left the queue";
+  std::ifstream in(count);
+  int n = 0;
+  in >> n;
+  EXPECT_EQ(n, 4);
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace cmax::health
