@@ -146,8 +146,11 @@ TEST(KubeContract, SendsTheTokenAndAsksEveryPermissionOnce) {
   auto keys = api.access_keys();
   EXPECT_EQ(std::set<std::string>(keys.begin(), keys.end()).size(), keys.size());
   // The default fake denies everything: every permission passes, every pod is refused by RBAC.
-  for (const auto& f : run.findings)
-    if (f.check_id != "storage.kube.rwx") EXPECT_EQ(f.outcome, Outcome::pass) << f.check_id;
+  for (const auto& f : run.findings) {
+    if (f.check_id != "storage.kube.rwx") {
+      EXPECT_EQ(f.outcome, Outcome::pass) << f.check_id;
+    }
+  }
 }
 
 TEST(KubeContract, UnreachableApiIsUnverifiedWithANote) {
