@@ -67,6 +67,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     check(!e->type.empty());
     check(e->node.has_value() == (e->type == "ADDED" || e->type == "MODIFIED" || e->type == "DELETED"));
   }
+  if (auto t = kube::parse_pool_total(in)) {
+    auto again = kube::parse_pool_total(kube::pool_total_json("p", "ns", t->total, t->counted_ms, "h", t->resource_version));
+    check(again && again->total == t->total && again->counted_ms == t->counted_ms && t->total >= 0);
+  }
   if (auto count = kube::parse_list_count(in)) check(!count->remaining || *count->remaining >= 0);
   // The breaker's slots: what it reads, it writes back the same; the view never counts below zero.
   if (auto slots = kube::parse_breaker_slots(in)) {
