@@ -140,22 +140,19 @@ KubeClient::KubeClient(KubernetesOptions options, bool keep_alive)
 
 namespace {
 
-// One client for one request to `ep`, with the token and CA of `options`; `timeout` bounds the
-// connect and each read and write.
-struct Prepared {
-  std::unique_ptr<httplib::ClientImpl> client;
-  std::string token;
-};
+// The bearer token of `options`: inline, or read again from its file (bound tokens rotate).
+Result<std::string> bearer_token(const KubernetesOptions& options, const std::string& where) {
+  if (options.token_path.empty()) return options.token;
+  auto t = read_token(options.token_path);
+  if (!t) return fail("{}: {}", where, t.error().message);
+  return t;
+}
 
-Result<Prepared> prepare(const kube::ApiEndpoint& ep, const KubernetesOptions& options, milliseconds timeout,
-                         const std::string& where) {
-  Prepared p;
-  p.token = options.token;
-  if (!options.token_path.empty()) {
-    auto t = read_token(options.token_path);
-    if (!t) return fail("{}: {}", where, t.error().message);
-    p.token = std::move(*t);
-  }
+// A client for `ep` with the CA of `options`; `timeout` bounds each read (connect and write:
+// options.timeout).
+Result<std::unique_ptr<httplib::ClientImpl>> make_client(const kube::ApiEndpoint& ep, const KubernetesOptions& options,
+                                                         milliseconds timeout, const std::string& where) {
+  std::unique_ptr<httplib::ClientImpl> client;
   if (ep.tls) {
     auto tls = std::make_unique<httplib::SSLClient>(ep.host, ep.port);
     if (!options.ca_pem.empty()) {
@@ -170,21 +167,21 @@ Result<Prepared> prepare(const kube::ApiEndpoint& ep, const KubernetesOptions& o
       tls->set_ca_cert_path(options.ca_path);
     }
     tls->enable_server_certificate_verification(true);
-    p.client = std::move(tls);
+    client = std::move(tls);
   } else {
-    p.client = std::make_unique<httplib::ClientImpl>(ep.host, ep.port);
+    client = std::make_unique<httplib::ClientImpl>(ep.host, ep.port);
   }
-  p.client->set_connection_timeout(options.timeout);
-  p.client->set_read_timeout(timeout);
-  p.client->set_write_timeout(options.timeout);
-  p.client->set_keep_alive(false);
+  client->set_connection_timeout(options.timeout);
+  client->set_read_timeout(timeout);
+  client->set_write_timeout(options.timeout);
+  client->set_keep_alive(false);
   // The request line and headers go out in one write and the body in another: with Nagle on, the
   // body waits for the server's delayed ACK of the first, 40 ms on Linux (measured against a real
   // kube-apiserver: every PATCH took 40 ms more than its GET).
-  p.client->set_tcp_nodelay(true);
-  p.client->set_follow_location(false);
-  p.client->set_url_encode(false);  // paths and queries are encoded by the caller, exactly once
-  return p;
+  client->set_tcp_nodelay(true);
+  client->set_follow_location(false);
+  client->set_url_encode(false);  // paths and queries are encoded by the caller, exactly once
+  return client;
 }
 
 httplib::Headers request_headers(std::string_view accept, const KubernetesOptions& options, const std::string& token) {
@@ -203,13 +200,13 @@ Result<KubeReply> KubeClient::send(std::string_view method, const std::string& p
   // A bad URL fails here, before any socket is opened.
   if (!endpoint_) return fail("{}: {}", where, endpoint_.error().message);
   const auto& ep = *endpoint_;
-  auto prepared = prepare(ep, options_, options_.timeout, where);
-  if (!prepared) return Unexpected<Error>{prepared.error()};
+  auto token = bearer_token(options_, where);
+  if (!token) return Unexpected<Error>{token.error()};
 
   httplib::Request req;
   req.method = std::string(method);
   req.path = ep.base_path + path;
-  req.headers = request_headers(accept, options_, prepared->token);
+  req.headers = request_headers(accept, options_, *token);
   if (!body.empty()) {
     req.headers.emplace("Content-Type", std::string(content_type));
     req.body = body;
@@ -225,21 +222,27 @@ Result<KubeReply> KubeClient::send(std::string_view method, const std::string& p
   httplib::Error err = httplib::Error::Success;
   auto start = steady_clock::now();
   bool sent = false;
+  // A client of our own, or the kept one (made at its first request, or again after a failure).
+  auto connect = [&]() -> Result<std::unique_ptr<httplib::ClientImpl>> {
+    auto c = make_client(ep, options_, options_.timeout, where);
+    if (c && conn_) (*c)->set_keep_alive(true);
+    return c;
+  };
   if (conn_) {
     // One request at a time on the kept connection. The server may have closed it while idle; a
     // send that fails on a reused connection is sent once more on a new one.
     std::lock_guard lock(conn_->mu);
     const bool reused = conn_->client != nullptr;
     if (!reused) {
-      prepared->client->set_keep_alive(true);
-      conn_->client = std::move(prepared->client);
+      auto c = connect();
+      if (!c) return Unexpected<Error>{c.error()};
+      conn_->client = std::move(*c);
     }
     sent = conn_->client->send(req, res, err);
     if ((!sent || err != httplib::Error::Success) && reused && err != httplib::Error::Canceled) {
-      auto fresh = prepare(ep, options_, options_.timeout, where);
-      if (!fresh) return Unexpected<Error>{fresh.error()};
-      fresh->client->set_keep_alive(true);
-      conn_->client = std::move(fresh->client);
+      auto c = connect();
+      if (!c) return Unexpected<Error>{c.error()};
+      conn_->client = std::move(*c);
       reply.body.clear();
       res = httplib::Response();
       err = httplib::Error::Success;
@@ -248,7 +251,9 @@ Result<KubeReply> KubeClient::send(std::string_view method, const std::string& p
     }
     if (!sent || err != httplib::Error::Success) conn_->client.reset();
   } else {
-    sent = prepared->client->send(req, res, err);
+    auto c = connect();
+    if (!c) return Unexpected<Error>{c.error()};
+    sent = (*c)->send(req, res, err);
   }
   auto elapsed = std::chrono::duration_cast<milliseconds>(steady_clock::now() - start);
   if (!sent || err != httplib::Error::Success)
@@ -263,14 +268,16 @@ Result<WatchEnd> KubeClient::watch(const std::string& path, const std::function<
   auto where = fmt::format("GET {}", path);
   if (!endpoint_) return fail("{}: {}", where, endpoint_.error().message);
   const auto& ep = *endpoint_;
-  auto prepared = prepare(ep, options_, idle_timeout, where);
-  if (!prepared) return Unexpected<Error>{prepared.error()};
-  httplib::ClientImpl& client = *prepared->client;
+  auto token = bearer_token(options_, where);
+  if (!token) return Unexpected<Error>{token.error()};
+  auto made = make_client(ep, options_, idle_timeout, where);
+  if (!made) return Unexpected<Error>{made.error()};
+  httplib::ClientImpl& client = **made;
 
   httplib::Request req;
   req.method = "GET";
   req.path = ep.base_path + path;
-  req.headers = request_headers("application/json", options_, prepared->token);
+  req.headers = request_headers("application/json", options_, *token);
   WatchEnd end;
   std::string pending, error_body;
   bool handler_stopped = false;
