@@ -434,7 +434,7 @@ void Agent::worker(std::stop_token stop) {
 void Agent::watch_resume() {
   if (!holding_) return;
   auto st = scheduler_.node_state(options_.node);
-  if (!st || st->drain_flag() || st->down()) return;  // unreadable, or still out: nothing to record
+  if (!st || st->out_of_service()) return;  // unreadable, or still out: nothing to record
   record_observed_resume(*st);
 }
 

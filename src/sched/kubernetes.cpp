@@ -200,13 +200,12 @@ Result<NodeState> KubernetesScheduler::node_state(std::string_view node) {
 }
 
 Result<std::optional<NodeState>> KubernetesScheduler::wait_in_service(std::string_view node, std::stop_token stop) {
-  auto in_service = [](const NodeState& st) { return !st.drain_flag() && !st.down(); };
   std::string rv;  // where the next watch starts; empty: read the node first
   while (!stop.stop_requested()) {
     if (rv.empty()) {
       auto n = read_node(node);
       if (!n) return fail_on("watch", node, n.error());
-      if (in_service(n->state)) return std::optional<NodeState>{std::move(n->state)};
+      if (!n->state.out_of_service()) return std::optional<NodeState>{std::move(n->state)};
       rv = n->resource_version;
     }
     auto path = fmt::format("/api/v1/nodes?fieldSelector=metadata.name%3D{}&watch=1&allowWatchBookmarks=true"
@@ -216,7 +215,7 @@ Result<std::optional<NodeState>> KubernetesScheduler::wait_in_service(std::strin
     std::optional<Error> broken;
     bool gone = false;
     ++requests_;
-    auto end = KubeClient(options_).watch(
+    auto end = client_->watch(
         path,
         [&](std::string_view line) {
           auto e = kube::parse_node_watch_event(line);
@@ -238,7 +237,7 @@ Result<std::optional<NodeState>> KubernetesScheduler::wait_in_service(std::strin
             broken = Error{fmt::format("node {} was deleted from the API server", node)};
             return false;
           }
-          if (e->node && in_service(e->node->state)) {
+          if (e->node && !e->node->state.out_of_service()) {
             back = std::move(e->node->state);
             return false;
           }

@@ -32,6 +32,8 @@ struct NodeState {
   bool not_responding() const { return has_flag("NOT_RESPONDING"); }
   /// True when the base state is DOWN.
   bool down() const { return base == "DOWN"; }
+  /// Drained, draining or down: out of service, whoever took it out.
+  bool out_of_service() const { return drain_flag() || down(); }
 };
 
 }  // namespace cmax::sched
