@@ -378,7 +378,7 @@ static std::string pool_and(const std::string& pool, const std::string& extra) {
 }
 
 Result<void> KubernetesScheduler::list_nodes(std::string_view action, std::string_view node,
-                                             const std::string& extra_selector, const std::string& field_selector,
+                                             const std::string& extra_selector,
                                              const std::function<void(const std::vector<NodeState>&)>& on_page) {
   const std::string selector = pool_and(options_.pool_selector, extra_selector);
   std::string next;
@@ -388,7 +388,6 @@ Result<void> KubernetesScheduler::list_nodes(std::string_view action, std::strin
                   kListPageSize);
     std::string path = "/api/v1/nodes?";
     if (!selector.empty()) path += "labelSelector=" + kube::encode_query_value(selector) + "&";
-    if (!field_selector.empty()) path += "fieldSelector=" + kube::encode_query_value(field_selector) + "&";
     path += fmt::format("limit={}", kListPageSize);
     if (!next.empty()) path += "&continue=" + kube::encode_query_value(next);
     auto r = request("GET", path, {}, {});
@@ -464,10 +463,11 @@ Result<PoolCount> KubernetesScheduler::held_by_cmax(std::string_view node) {
   c.pool = options_.pool_selector.empty()
                ? std::string("all nodes")
                : fmt::format("nodes matching {}", options_.pool_selector);
-  // Only the nodes that can be held are read whole: those carrying cmax's label, and (for holds
-  // an older cmax made, before the label) the cordoned ones. Each is judged as before (cordon or
-  // cmax's taint, with cmax's reason), so a stale label or someone else's cordon counts nothing.
-  // The cost of a decision grows with the held nodes, not with the pool.
+  // Only the nodes that can be held are read whole: those carrying cmax's label, which every hold
+  // cmax makes sets (no cmax that held without it was released). Each is judged as before (cordon
+  // or cmax's taint, with cmax's reason), so a stale label counts nothing. A cordon with cmax's
+  // reason and no label (typed by hand) is not cmax's. The reply grows with the held nodes, not
+  // with the pool; one label-selected list is all the API server filters per decision.
   std::set<std::string> seen;
   auto judge = [&](const std::vector<NodeState>& page) {
     for (const auto& n : page) {
@@ -477,8 +477,7 @@ Result<PoolCount> KubernetesScheduler::held_by_cmax(std::string_view node) {
       if (n.name == node) c.node_held = true;
     }
   };
-  if (auto r = list_nodes(kAction, node, std::string(kube::kHeldLabel), "", judge); !r) return Unexpected<Error>{r.error()};
-  if (auto r = list_nodes(kAction, node, "", "spec.unschedulable=true", judge); !r) return Unexpected<Error>{r.error()};
+  if (auto r = list_nodes(kAction, node, std::string(kube::kHeldLabel), judge); !r) return Unexpected<Error>{r.error()};
   auto total = count_pool(kAction, node);
   if (!total) return Unexpected<Error>{total.error()};
   c.total = *total;

@@ -158,9 +158,8 @@ class KubernetesScheduler final : public Scheduler {
                         std::string_view content_type, const std::string& body,
                         std::string_view accept = "application/json");
   /// The nodes of the pool that `extra_selector` and the pool selector pick, listed page by page;
-  /// `field_selector` narrows on the server. Each page is handed to `on_page`.
+  /// each page is handed to `on_page`.
   Result<void> list_nodes(std::string_view action, std::string_view node, const std::string& extra_selector,
-                          const std::string& field_selector,
                           const std::function<void(const std::vector<NodeState>&)>& on_page);
   /// How many nodes the pool has, read as metadata only: one object and the server's
   /// remainingItemCount when it gives one (no selector); with a selector the count another agent

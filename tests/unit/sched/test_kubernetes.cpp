@@ -87,7 +87,7 @@ struct Seen {
 };
 
 /// A stand-in kube-apiserver: GET/PATCH of nodes and nodes/status, GET of the node list with
-/// label selectors (equality only) and pages of at most two nodes.
+/// label selectors (equality and existence) and pages of at most two nodes.
 class FakeApi {
  public:
   FakeApi() {
@@ -184,7 +184,8 @@ class FakeApi {
       auto comma = std::min(selector.find(',', at), selector.size());
       auto term = selector.substr(at, comma - at);
       auto eq = term.find('=');
-      want.emplace_back(term.substr(0, eq), term.substr(eq + 1));
+      // A bare key asks that the label exist, whatever its value.
+      want.emplace_back(term.substr(0, eq), eq == std::string::npos ? std::string("\x01exists") : term.substr(eq + 1));
       at = comma + 1;
     }
     std::size_t start = req.has_param("continue") ? std::stoul(req.get_param_value("continue")) : 0;
@@ -196,7 +197,8 @@ class FakeApi {
     for (const auto& [name, n] : nodes_) {
       bool match = true;
       for (const auto& [k, v] : want)
-        match = match && n["metadata"]["labels"].value(k, std::string()) == v;
+        match = match && (v == "\x01exists" ? n["metadata"]["labels"].contains(k)
+                                             : n["metadata"]["labels"].value(k, std::string()) == v);
       if (!match) continue;
       if (index >= start && items.size() < limit)
         items.push_back(n);
@@ -977,6 +979,7 @@ TEST_F(KubeApi, HeldByCmaxCountsThePoolTheSelectorPicksAcrossPages) {
   auto held = [](json n) {
     n["spec"]["unschedulable"] = true;
     n["metadata"]["annotations"]["cmax.io/reason"] = "cmax: Xid 79";
+    n["metadata"]["labels"]["cmax.io/held"] = "true";
     return n;
   };
   api_.put(held(gpu_node("n1")));
@@ -984,6 +987,14 @@ TEST_F(KubeApi, HeldByCmaxCountsThePoolTheSelectorPicksAcrossPages) {
   json foreign = gpu_node("n3");
   foreign["spec"]["unschedulable"] = true;
   api_.put(foreign);
+  // cmax's label left behind on a node someone else holds: not cmax's hold.
+  json stale = held(gpu_node("n5"));
+  stale["metadata"]["annotations"]["cmax.io/reason"] = "maintenance";
+  api_.put(stale);
+  // cmax's reason typed by hand on a cordon, without the label every cmax hold sets: not read.
+  json by_hand = held(gpu_node("n6"));
+  by_hand["metadata"]["labels"].erase("cmax.io/held");
+  api_.put(by_hand);
   api_.put(gpu_node("n4"));
   api_.put(held(gpu_node("h1", "h100")));
 
@@ -993,33 +1004,32 @@ TEST_F(KubeApi, HeldByCmaxCountsThePoolTheSelectorPicksAcrossPages) {
   ASSERT_TRUE(c) << c.error().message;
   EXPECT_EQ(c->pool, "nodes matching pool=a100");
   EXPECT_EQ(c->held, 2);
-  EXPECT_EQ(c->total, 4);
+  EXPECT_EQ(c->total, 6);
   EXPECT_TRUE(c->node_held);
-  // Only the nodes that can be held are read whole (cmax's label, then the cordoned ones); the
-  // pool is counted as metadata, one object first (this fake gives no remainingItemCount, so the
-  // count pages on).
+  // Only the nodes carrying cmax's label are read whole (no list by cordon: the server would filter
+  // the whole pool for it); the pool is counted as metadata, one object first (this fake gives no
+  // remainingItemCount, so the count pages on).
   EXPECT_EQ(methods(), (std::vector<std::string>{
                            "GET /api/v1/nodes?labelSelector=pool%3Da100%2Ccmax.io%2Fheld&limit=500",
-                           "GET /api/v1/nodes?labelSelector=pool%3Da100&fieldSelector=spec.unschedulable%3Dtrue&limit=500",
-                           "GET /api/v1/nodes?labelSelector=pool%3Da100&fieldSelector=spec.unschedulable%3Dtrue&limit=500&continue=2",
+                           "GET /api/v1/nodes?labelSelector=pool%3Da100%2Ccmax.io%2Fheld&limit=500&continue=2",
                            "GET /api/v1/nodes?labelSelector=pool%3Da100&limit=1",
                            "GET /api/v1/nodes?labelSelector=pool%3Da100&limit=500&continue=1",
-                           "GET /api/v1/nodes?labelSelector=pool%3Da100&limit=500&continue=3"}));
+                           "GET /api/v1/nodes?labelSelector=pool%3Da100&limit=500&continue=3",
+                           "GET /api/v1/nodes?labelSelector=pool%3Da100&limit=500&continue=5"}));
 
   api_.forget();
   auto all = scheduler().held_by_cmax("n4");
   ASSERT_TRUE(all) << all.error().message;
   EXPECT_EQ(all->pool, "all nodes");
   EXPECT_EQ(all->held, 3);
-  EXPECT_EQ(all->total, 5);
+  EXPECT_EQ(all->total, 7);
   EXPECT_FALSE(all->node_held) << "n4 is in service";
   EXPECT_EQ(methods(), (std::vector<std::string>{"GET /api/v1/nodes?labelSelector=cmax.io%2Fheld&limit=500",
-                                                 "GET /api/v1/nodes?fieldSelector=spec.unschedulable%3Dtrue&limit=500",
-                                                 "GET /api/v1/nodes?fieldSelector=spec.unschedulable%3Dtrue&limit=500&continue=2",
-                                                 "GET /api/v1/nodes?fieldSelector=spec.unschedulable%3Dtrue&limit=500&continue=4",
+                                                 "GET /api/v1/nodes?labelSelector=cmax.io%2Fheld&limit=500&continue=2",
                                                  "GET /api/v1/nodes?limit=1",
                                                  "GET /api/v1/nodes?limit=500&continue=1",
-                                                 "GET /api/v1/nodes?limit=500&continue=3"}));
+                                                 "GET /api/v1/nodes?limit=500&continue=3",
+                                                 "GET /api/v1/nodes?limit=500&continue=5"}));
 }
 
 TEST_F(KubeApi, PlainHttpToAnotherHostIsRefusedBeforeAnyConnection) {
