@@ -337,7 +337,18 @@ void Agent::handle(const signals::Signal& sig, const signals::LineInfo& info, st
     }
     return;
   }
-  if (inc.action < options_.drain_at || acted_[*index]) return;
+  if (acted_[*index]) {
+    // Held for this incident already. On a scheduler without a watch the held node is read ever
+    // less often; a recurrence says it may be back in service (resumed by someone else): read now,
+    // and the next recurrence acts if it is.
+    if (holding_ && options_.resume_watch.count() > 0 && !scheduler_.watches_resume() &&
+        !resume_check_now_.exchange(true)) {
+      std::lock_guard q(mu_);
+      cv_.notify_all();
+    }
+    return;
+  }
+  if (inc.action < options_.drain_at) return;
   if (options_.act_on == Origins::kernel && !from_kernel) {
     ++stats_.userspace_ignored;
     return;
@@ -414,13 +425,17 @@ void Agent::worker(std::stop_token stop) {
     {
       std::unique_lock q(mu_);
       bool got = true;
-      if (options_.resume_watch.count() > 0 && !scheduler_.watches_resume())
-        got = cv_.wait_for(q, stop, options_.resume_watch, [&] { return !queue_.empty(); });
-      else
+      if (options_.resume_watch.count() > 0 && !scheduler_.watches_resume()) {
+        if (resume_poll_.count() <= 0) resume_poll_ = options_.resume_watch;
+        got = cv_.wait_for(q, stop, resume_poll_, [&] { return !queue_.empty() || resume_check_now_.load(); });
+        if (got && queue_.empty()) got = false;  // woken to read the held node now
+      } else {
         cv_.wait(q, stop, [&] { return !queue_.empty(); });
+      }
       if (stop.stop_requested()) return;
       if (!got) {
         q.unlock();
+        resume_check_now_ = false;
         watch_resume();
         continue;
       }
@@ -432,10 +447,24 @@ void Agent::worker(std::stop_token stop) {
 }
 
 void Agent::watch_resume() {
-  if (!holding_) return;
+  if (!holding_) {
+    resume_poll_ = options_.resume_watch;
+    return;
+  }
   auto st = scheduler_.node_state(options_.node);
-  if (!st || st->out_of_service()) return;  // unreadable, or still out: nothing to record
-  record_observed_resume(*st);
+  if (!st || st->out_of_service()) {
+    // Unreadable, or still out: nothing to record; the next read waits twice as long (capped).
+    if (st) last_out_read_ = Clock::now();
+    resume_poll_ = std::min(std::max(resume_poll_, options_.resume_watch) * 2,
+                            std::max(options_.resume_watch_max, options_.resume_watch));
+    return;
+  }
+  const auto late = last_out_read_ == Clock::time_point{}
+                        ? resume_poll_
+                        : std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - last_out_read_);
+  resume_poll_ = options_.resume_watch;
+  last_out_read_ = {};
+  record_observed_resume(*st, late);
 }
 
 void Agent::resume_loop(std::stop_token stop) {
@@ -461,7 +490,7 @@ void Agent::resume_loop(std::stop_token stop) {
   }
 }
 
-void Agent::record_observed_resume(const sched::NodeState& st) {
+void Agent::record_observed_resume(const sched::NodeState& st, std::chrono::milliseconds late) {
   {
     // This agent's own resume is recorded by execute(); only one made by someone else is here.
     std::lock_guard h(hold_mu_);
@@ -469,8 +498,9 @@ void Agent::record_observed_resume(const sched::NodeState& st) {
     holding_ = false;
   }
   const double now = now_unix();
-  const std::string reason = fmt::format("observed: {} is back in service ({}), resumed by someone else", options_.node,
-                                         st.state);
+  std::string reason = fmt::format("observed: {} is back in service ({}), resumed by someone else", options_.node,
+                                   st.state);
+  if (late.count() > 0) reason += fmt::format(" at most {:.1f} s before this read", late.count() / 1000.0);
   {
     std::lock_guard lock(log_mu_);
     auto id = log_.begin_action(options_.node, -1, "resume", options_.node, reason, now);
@@ -558,6 +588,7 @@ void Agent::execute(const Request& r, std::stop_token stop) {
   {
     std::lock_guard h(hold_mu_);
     if (status == "done" || status == "unchanged") holding_ = r.verb != "resume";
+    resume_poll_ = options_.resume_watch;  // a new hold (or none) is read at the first interval again
     self_resuming_ = false;
   }
   hold_cv_.notify_all();

@@ -55,6 +55,10 @@ struct AgentOptions {
   /// accounting from the event log ends the outage there. Zero: never. A scheduler that watches
   /// (Kubernetes) is not polled: any non-zero value watches the held node instead.
   std::chrono::milliseconds resume_watch{10000};
+  /// A node still out at a read is read again after twice the wait, up to this: a long hold (an
+  /// RMA) costs the controller one read per resume_watch_max, not one per resume_watch. A fault
+  /// the agent already acted on that recurs while it holds is read at once (the node may be back).
+  std::chrono::milliseconds resume_watch_max{300000};
   int retries = 8;                         ///< attempts per action before it is recorded as failed
   /// Fleet-wide breaker, read from the scheduler before each drain or reboot: cmax may hold at
   /// most this percentage of the node's pool (Slurm: its partitions), never less than one node ...
@@ -154,7 +158,9 @@ class Agent {
   // While the agent holds the node, waits on the scheduler's watch for it to be back in service.
   void resume_loop(std::stop_token stop);
   // Records a resume someone else made, once, unless this agent is resuming the node itself.
-  void record_observed_resume(const sched::NodeState& st);
+  /// `late`: the resume happened at most this long before it was seen (the wait since the last
+  /// read that found the node out); zero for a watch.
+  void record_observed_resume(const sched::NodeState& st, std::chrono::milliseconds late = {});
   double now_unix() const;
 
   AgentOptions options_;
@@ -188,6 +194,9 @@ class Agent {
   AgentStats stats_;
   std::optional<std::uint64_t> last_seq_, saved_seq_;
   std::atomic<bool> holding_{false};  ///< this agent's drain or reboot took the node out
+  std::chrono::milliseconds resume_poll_{0};  ///< the worker's next wait before reading a held node
+  std::chrono::steady_clock::time_point last_out_read_{};  ///< the worker's last read that found the node out
+  std::atomic<bool> resume_check_now_{false};  ///< a fault it acted on recurred while held: read now
   bool self_resuming_ = false;         ///< execute() is resuming the node (with hold_mu_)
   std::mutex hold_mu_;                 ///< holding_'s changes, and the resume watch's wait for them
   std::condition_variable_any hold_cv_;

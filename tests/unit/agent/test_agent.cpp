@@ -521,6 +521,50 @@ TEST(AgentResumeWatch, AResumeSomeoneElseMadeIsRecorded) {
   EXPECT_EQ(sched.resumes(), 0u) << "nothing was asked of the scheduler";
 }
 
+// Issue 36: a long hold on a scheduler without a watch (Slurm) is read ever less often, up to
+// resume_watch_max; a fault it acted on that recurs while held is read at once.
+TEST(AgentResumeWatch, ALongHoldIsReadLessOftenAndARecurrenceReadsAtOnce) {
+  if (::access("/dev/kmsg", W_OK) != 0) GTEST_SKIP() << "needs root to write /dev/kmsg";
+  Fixture fx;
+  RecordingScheduler sched;
+  auto o = fx.options();
+  o.resume_watch = 20ms;
+  o.resume_watch_max = 160ms;
+  Agent agent(o, catalog(), *fx.log, sched);
+  std::jthread run([&](std::stop_token st) { EXPECT_TRUE(agent.run(st)); });
+  const std::string pci = unique_pci();
+  sched.drained_now = true;
+  const std::string line = fmt::format("<3>NVRM: Xid (PCI:{}): 79, pid=1, name=t, GPU has fallen off the bus.\n", pci);
+  write_kmsg(line);
+  ASSERT_TRUE(eventually([&] { return !sched.calls_about(pci).empty(); }));
+  const int at_hold = sched.state_reads.load();
+  std::this_thread::sleep_for(1500ms);
+  // Waits of 20, 40, 80, then 160 ms: about 4 + 1200/160 = 11 reads in 1.5 s, where a fixed
+  // 20 ms poll makes 75.
+  const int held_reads = sched.state_reads.load() - at_hold;
+  EXPECT_GE(held_reads, 5) << "still read while held";
+  EXPECT_LE(held_reads, 16) << "the wait doubles up to resume_watch_max";
+  // Resumed by someone else, then the same fault again: read at once, not after up to 160 ms.
+  sched.drained_now = false;
+  const int before = sched.state_reads.load();
+  const auto written = std::chrono::steady_clock::now();
+  write_kmsg(line);
+  ASSERT_TRUE(eventually([&] { return agent.stats().resumes_observed.load() == 1; }));
+  const auto seen_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - written).count();
+  EXPECT_LT(seen_ms, 120) << "woken by the recurrence, not the next read 160 ms on";
+  EXPECT_LE(sched.state_reads.load() - before, 2) << "one read, woken by the recurrence";
+  std::printf("[ measure  ] held 1.5 s: %d state reads (fixed 20 ms poll: 75); resume seen %.1f ms after the recurrence\n",
+              held_reads, seen_ms);
+  run.request_stop();
+  run.join();
+  // SLA accounting reads the resume at the read that saw it; the row says how late that may be.
+  auto rows = fx.log->actions_for("n1");
+  ASSERT_TRUE(rows);
+  ASSERT_FALSE(rows->empty());
+  EXPECT_NE(rows->back().reason.find(" s before this read"), std::string::npos) << rows->back().reason;
+}
+
 // Issue 36: with a scheduler that watches (Kubernetes), the held node is not polled: one watch,
 // the resume recorded once, and no state read at all while idle or holding.
 TEST(AgentResumeWatch, AWatchingSchedulerIsNotPolled) {
