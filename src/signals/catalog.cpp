@@ -83,6 +83,22 @@ constexpr std::array<KindDefault, kKindCount> kKindDefaults{{
     {Kind::mlx5_cmd_timeout, Action::drain},    // firmware stopped answering commands; resources leak
     {Kind::mlx5_fatal, Action::reboot_node},    // by syndrome: kMlx5Syndromes
     {Kind::efa_admin, Action::drain},           // the EFA device stopped answering its admin queue
+    {Kind::fs_readonly, Action::drain},         // writes fail on that filesystem until it is repaired and remounted
+    {Kind::block_eod, Action::drain},           // the filesystem or mapping is larger than its device: I/O fails
+    {Kind::md_degraded, Action::monitor},       // the array runs on its other members: replace the disk, no drain
+    {Kind::md_failed, Action::drain},           // the array is gone
+    {Kind::oom_memcg, Action::monitor},         // a cgroup's limit: the job's problem, not the node's
+    {Kind::kernel_panic, Action::reboot_node},  // read back after the crash (pstore, previous boot): see action_for
+    {Kind::kernel_oops, Action::reboot_node},   // the kernel killed a task in kernel mode: its state is suspect
+    {Kind::nfs_state, Action::restart_app},     // the client lost its locks or open state: the job's files are unsafe
+    {Kind::nfs_writeback, Action::drain},       // tasks stuck writing back to NFS: the mount is wedged for writers
+    {Kind::peermem, Action::monitor},           // NVIDIA: harmless (bug 4272659 mitigation, R535.129); a flood precedes some crashes
+    {Kind::gpu_lib_segfault, Action::restart_app},  // the application crashed inside NCCL/CUDA/NVML: its fault first
+    {Kind::mlx5_pcie_power, Action::monitor},   // the NIC may throttle: inspect the slot at the next window
+    {Kind::mlx5_cmd_err, Action::monitor},      // a firmware command refused (often counters on a restricted PF)
+    {Kind::nvlink_training, Action::reboot_node},  // NVLink did not train: the fabric is incomplete until a reboot
+    {Kind::file_max, Action::monitor},          // the system file table is full: find the process that leaks
+    {Kind::memory_failure, Action::drain},      // a poisoned page: its user was killed; see action_for
     {Kind::gpu_lost, Action::reboot_node},       // as Xid 79
     {Kind::gpu_ecc_ue, Action::reset_gpu},       // as Xid 48: reset to remap or retire the row
     {Kind::gpu_row_remap, Action::reset_gpu},    // pending remap needs a reset; failure: see action_for
@@ -497,6 +513,14 @@ Action Catalog::action_for(const Signal& s) const {
   if (s.kind == Kind::sxid && !s.fatal) return Action::monitor;
   // A corrected machine check ("Corrected error, no action required") is watched, not drained.
   if (s.kind == Kind::mce && s.corrected) return Action::monitor;
+  // A deliberate crash (SysRq c), a page whose poison was recovered, an NVMe command the driver
+  // completed by polling (a lost interrupt): watched, not acted on.
+  if (s.corrected && (s.kind == Kind::kernel_panic || s.kind == Kind::memory_failure || s.kind == Kind::nvme))
+    return Action::monitor;
+  // The OOM killer: system-wide (global_oom, "Out of memory:") is the node's; its head line alone
+  // ("invoked oom-killer", rate-limited with the kill that follows) says nothing of the scope.
+  if (s.kind == Kind::oom && s.fatal) return Action::drain;
+  if (s.kind == Kind::oom && s.corrected) return Action::monitor;
   // Remapping failed, or a retirement is pending with remapping unavailable: the GPU goes back.
   if (s.kind == Kind::gpu_row_remap && s.fatal) return Action::replace;
   if (s.kind == Kind::gpu_retired_pages && s.fatal) return Action::reset_gpu;

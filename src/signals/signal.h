@@ -46,6 +46,23 @@ enum class Kind : std::uint8_t {
   mlx5_cmd_timeout,  ///< mlx5_core ...: wait_func:N:(pid N): CMD(0xN) timeout. Will cause a leak of a command resource
   mlx5_fatal,      ///< mlx5_core ...: poll_health: Fatal error N detected / print_health_info: synd 0xN: ...
   efa_admin,       ///< efa ...: admin queue failures (completion timeout, queue closed, reset indication, not ready)
+  // Node faults that are not the GPU (issue 37).
+  fs_readonly,     ///< EXT4-fs (sda1): Remounting filesystem read-only / BTRFS info (device sdg): forced readonly
+  block_eod,       ///< attempt to access beyond end of device (a partition or mapping smaller than its filesystem)
+  md_degraded,     ///< md/raid1:md0: Disk failure on sdc1, disabling device. (the array runs on the others)
+  md_failed,       ///< md/raid0md0: Disk failure on nvme0n1p1 detected, failing array. / continuing on 0 devices
+  oom_memcg,       ///< Memory cgroup out of memory: Killed process / oom-kill:...,oom_memcg=: the job's limit
+  kernel_panic,    ///< Kernel panic - not syncing: ... / sysrq: Trigger a crash (deliberate: not fatal)
+  kernel_oops,     ///< Oops: 0002 [#1] SMP / BUG: unable to handle ... / general protection fault: 0000 [#1]
+  nfs_state,       ///< NFS: __nfs4_reclaim_open_state: Lock reclaim failed! / NFSv4: state recovery failed
+  nfs_writeback,   ///< a hung-task or lockup trace stuck in NFS writeback (nfs_wb_all, nfs_writepages ... [nfs])
+  peermem,         ///< nvidia-peermem nv_get_p2p_free_callback: ERROR detected invalid context (harmless per NVIDIA)
+  gpu_lib_segfault,  ///< NAME[PID]: segfault at ... in libnccl.so.2 / libcuda.so / libnvidia-ml.so: the application's
+  mlx5_pcie_power, ///< mlx5_core ...: Detected insufficient power on the PCIe slot (27W).
+  mlx5_cmd_err,    ///< mlx5_core ...: ACCESS_REG(0x805) op_mod(0x1) failed, status bad parameter(0x3), ...
+  nvlink_training, ///< NVRM: knvlinkDiscoverPostRxDetLinks_GH100: Getting peer0's postRxDetLinkMask failed!
+  file_max,        ///< VFS: file-max limit 1000000 reached
+  memory_failure,  ///< Memory failure: 0x7e025e: Sending SIGBUS to ... / recovery action for dirty page: Recovered
   // Kinds from here on come from cmaxd's probes (NVML, InfiniBand sysfs, filesystem checks),
   // never from a log line; classify() does not return them.
   gpu_lost,          ///< NVML: the GPU is lost / fell off the bus (NVML_ERROR_GPU_IS_LOST)
@@ -61,9 +78,9 @@ enum class Kind : std::uint8_t {
   fs_hung,           ///< a configured mount did not answer stat/statfs within its timeout
   fs_ok,             ///< the mount answers again (closes fs_hung)
 };
-inline constexpr int kKindCount = 40;
+inline constexpr int kKindCount = 56;
 /// Kinds below this come from log lines; the rest only from probes.
-inline constexpr int kLineKindCount = 28;
+inline constexpr int kLineKindCount = 44;
 std::string_view to_string(Kind k);
 std::optional<Kind> parse_kind(std::string_view s);
 

@@ -151,22 +151,26 @@ const std::vector<KindRow> kKinds = {
      {Kind::hung_task, -1, "", Action::monitor, "python3:4321"}},
     {"INFO: task kworker/u16:2:123 blocked for more than 122 seconds.",
      {Kind::hung_task, -1, "", Action::monitor, "kworker/u16:2:123"}},
+    // MCi_STATUS 0xbe...: VAL, UC, EN, MISCV, ADDRV, PCC: uncorrected, the processor context corrupt.
     {"mce: [Hardware Error]: CPU 3: Machine Check: 0 Bank 5: be00000000800400",
-     {Kind::mce, 3, "CPU 3", Action::drain}},
-    {"mce: [Hardware Error]: Machine check events logged", {Kind::mce, -1, "", Action::drain}},
+     {Kind::mce, 3, "CPU 3", Action::drain, {}, true}},
+    // 0x8c...: VAL, MISCV, ADDRV, no UC: a corrected error the EDAC driver decoded.
+    {"EDAC sbridge MC0: CPU 0: Machine Check Event: 0 Bank 5: 8c00004000010092", {Kind::mce, 0, "CPU 0", Action::monitor}},
+    // mce_notify_irq() prints it for corrected events too: the record's own lines decide (issue 37).
+    {"mce: [Hardware Error]: Machine check events logged", {Kind::mce, -1, "", Action::monitor}},
     // Memory: Intel skx_edac, then AMD amd64_edac, which prints no message before "on"
     // (edac_mc.c "%d CE %s%son %s (...)" with an empty msg).
     {"EDAC MC0: 1 CE memory read error on CPU_SrcID#0_MC#0_Chan#0_DIMM#0 (channel:0 slot:0 page:0x4f1b3 "
      "offset:0x0 grain:32 syndrome:0x0 - err_code:0x0000:0x009f SystemAddress:0x4f1b3000)",
-     {Kind::edac_ce, 1, "MC0", Action::monitor}},
+     {Kind::edac_ce, 1, "CPU_SrcID#0_MC#0_Chan#0_DIMM#0", Action::monitor, "MC0"}},
     {"EDAC MC1: 1 UE memory read error on CPU_SrcID#1_MC#0_Chan#2_DIMM#0 (channel:2 slot:0 page:0x8a52e1 "
      "offset:0x0 grain:32 - err_code:0x0000:0x009f SystemAddress:0x8a52e1000)",
-     {Kind::edac_ue, 1, "MC1", Action::drain, {}, true}},
+     {Kind::edac_ue, 1, "CPU_SrcID#1_MC#0_Chan#2_DIMM#0", Action::drain, "MC1", true}},
     {"EDAC MC0: 1 CE on mc#0csrow#3channel#0 (csrow:3 channel:0 page:0x1e2c9a offset:0x340 grain:64 "
      "syndrome:0x1)",
-     {Kind::edac_ce, 1, "MC0", Action::monitor}},
+     {Kind::edac_ce, 1, "mc#0csrow#3channel#0", Action::monitor, "MC0"}},
     {"EDAC MC0: 1 UE on mc#0csrow#2channel#1 (csrow:2 channel:1 page:0x7f3a10 offset:0x0 grain:64)",
-     {Kind::edac_ue, 1, "MC0", Action::drain, {}, true}},
+     {Kind::edac_ue, 1, "mc#0csrow#2channel#1", Action::drain, "MC0", true}},
     // PCIe AER
     {"pcieport 0000:00:01.0: AER: Corrected error received: 0000:01:00.0",
      {Kind::aer_corrected, -1, "0000:01:00.0", Action::monitor}},
@@ -261,11 +265,42 @@ const std::vector<KindRow> kKinds = {
     // Memory pressure and netfilter
     {"Out of memory: Killed process 4242 (python3) total-vm:81234567kB, anon-rss:7654321kB, file-rss:0kB, "
      "shmem-rss:0kB, UID:1000 pgtables:16000kB oom_score_adj:0",
-     {Kind::oom, 4242, "", Action::restart_app, "python3"}},
+     {Kind::oom, 4242, "", Action::drain, "python3", true}},
     {"Memory cgroup out of memory: Killed process 777 (train.py) total-vm:1000kB, anon-rss:900kB, "
      "file-rss:0kB, shmem-rss:0kB, UID:0 pgtables:64kB oom_score_adj:0",
-     {Kind::oom, 777, "", Action::restart_app, "train.py"}},
+     {Kind::oom_memcg, 777, "", Action::monitor, "train.py"}},
     {"nf_conntrack: nf_conntrack: table full, dropping packet", {Kind::conntrack, -1, "", Action::monitor}},
+    // Issue 37: node faults that are not the GPU, one real line a kind (tests/golden/node_faults/README.md
+    // names each one's source; its golden test reads every line of that corpus).
+    {"EXT4-fs (sda2): Remounting filesystem read-only", {Kind::fs_readonly, -1, "sda2", Action::drain, {}, true}},
+    {"kworker/u203:1: attempt to access beyond end of device", {Kind::block_eod, -1, "", Action::drain}},
+    {"md/raid:md1: Disk failure on sde1, disabling device.", {Kind::md_degraded, -1, "sde1", Action::monitor, "md1"}},
+    {"md/raid0md0: Disk failure on nvme0n1p1 detected, failing array.",
+     {Kind::md_failed, -1, "nvme0n1p1", Action::drain, "md0", true}},
+    {"oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),cpuset=cri-containerd-ec9e,mems_allowed=0,"
+     "oom_memcg=/kubepods/burstable/pod1,task_memcg=/kubepods/burstable/pod1/ec9e,task=pt_main_thread,pid=461754,uid=0",
+     {Kind::oom_memcg, 461754, "", Action::monitor, "/kubepods/burstable/pod1/ec9e"}},
+    {"Kernel panic - not syncing: hung_task: blocked tasks",
+     {Kind::kernel_panic, -1, "", Action::reboot_node, "hung_task: blocked tasks", true}},
+    {"Oops: 0002 [#1] SMP", {Kind::kernel_oops, -1, "", Action::reboot_node, "Oops", true}},
+    {"NFS: __nfs4_reclaim_open_state: Lock reclaim failed!",
+     {Kind::nfs_state, -1, "", Action::restart_app, "Lock reclaim failed"}},
+    {" nfs_wb_all+0x22/0x120 [nfs]", {Kind::nfs_writeback, -1, "", Action::drain, "nfs_wb_all"}},
+    {"nvidia-peermem nv_get_p2p_free_callback:127 ERROR detected invalid context, skipping further processing",
+     {Kind::peermem, -1, "", Action::monitor, "nvidia-peermem"}},
+    {"pt_main_thread[2536443]: segfault at 7f797fe00000 ip 00007f7c7ac69996 sp 00007f7c12fd7c30 error 4 in "
+     "libnccl.so.2[7f7c7ac00000+d7e2000]",
+     {Kind::gpu_lib_segfault, -1, "libnccl.so.2", Action::restart_app, "pt_main_thread"}},
+    {"mlx5_core 0000:5c:00.0: mlx5_pcie_event:299:(pid 268269): Detected insufficient power on the PCIe slot (27W).",
+     {Kind::mlx5_pcie_power, 27, "0000:5c:00.0", Action::monitor}},
+    {"mlx5_core 0000:04:00.0: mlx5_cmd_check:756:(pid 12450): ACCESS_REG(0x805) op_mod(0x1) failed, status bad "
+     "parameter(0x3), syndrome (0x1e5585)",
+     {Kind::mlx5_cmd_err, 0x805, "0000:04:00.0", Action::monitor, "ACCESS_REG(0x805)"}},
+    {"NVRM: knvlinkDiscoverPostRxDetLinks_GH100: Getting peer0's postRxDetLinkMask failed!",
+     {Kind::nvlink_training, -1, "", Action::reboot_node, "knvlinkDiscoverPostRxDetLinks_GH100", true}},
+    {"VFS: file-max limit 1000000 reached", {Kind::file_max, 1000000, "", Action::monitor}},
+    {"Memory failure: 0x7e025e: Sending SIGBUS to einj_mem_uc:12283 due to hardware memory corruption",
+     {Kind::memory_failure, -1, "", Action::drain, "einj_mem_uc:12283", true}},
 };
 
 // Real kernel lines of kinds the engine has, which it misses or misreads today.
@@ -289,6 +324,22 @@ const std::vector<KindRow> kRealLinesMissed = {
 
 // Lines that look like signals and are not: they must not classify.
 constexpr std::string_view kNearMisses[] = {
+    // Issue 37: the same subsystems' healthy lines (tests/golden/node_faults/*.benign.txt).
+    "EXT4-fs (nvme0n1p5): re-mounted. Opts: errors=remount-ro. Quota mode: none.",
+    "EXT4-fs (dm-0): re-mounted 0ac8319e-1803-4a69-887d-6e3e99ceb4f7 r/w. Quota mode: none.",
+    "md/raid1:md0: active with 2 out of 2 mirrors",
+    "md: md0: resync done.",
+    "oom_reaper: reaped process 63214 (uwsgi), now anon-rss:0kB, file-rss:0kB, shmem-rss:92kB",
+    "init (1): /proc/1/oom_adj is deprecated, please use /proc/1/oom_score_adj instead.",
+    "NMI watchdog: Enabled. Permanently consumes one hw-PMU counter.",
+    "sysrq: Show Blocked State",
+    "Compositor[3329]: segfault at 1044 ip 00007f2062aa9046 sp 00007f2051bd2280 error 4 in chrome[7f2060fa7000+9bd4000]",
+    "mlx5_core 0000:81:00.0: mlx5_pcie_event:301:(pid 10): PCIe slot advertised sufficient power (27W).",
+    "nvidia-nvlink: Nvlink Core is being initialized, major device number 234",
+    "mce: CPU supports 7 MCE banks",
+    "mce: [Hardware Error]: TSC 0 ADDR fef4c9e0 ",
+    "BTRFS info (device sda): disk space caching is enabled",
+    "Kernel command line: BOOT_IMAGE=/vmlinuz root=/dev/sda1 ro",
     "NVRM: loading NVIDIA UNIX x86_64 Kernel Module  550.54.15  Tue Mar  5 22:23:56 UTC 2024",
     "NVRM: GPU at PCI:0000:3b:00: GPU-5f2e1a7c-0d5e-4c6a-9d0b-6a1f3c2e7b11",
     "NVRM: Xid (PCI:0000:3b:00): not a number",
