@@ -21,6 +21,7 @@
 #include "signals/correlate.h"
 #include "signals/drill_marker.h"
 #include "signals/prefix.h"
+#include "signals/pstore.h"
 #include "signals/scanner.h"
 #include "signals/source.h"
 
@@ -131,6 +132,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     auto nl = rest.find('\n');
     std::string_view line = rest.substr(0, nl);
     classify_line(line);
+    // A pstore record's header ("Panic#1 Part1"): a parse is well formed.
+    if (auto h = parse_pstore_header(line)) check(h->count >= 0 && h->part >= 0 && !h->why.empty() && h->why.size() < 16);
     if (line.size() < kChunkBytes) fitting += line;
     if (nl == std::string_view::npos) break;
     fitting += '\n';

@@ -17,6 +17,7 @@
 #include "report/scan_report.h"
 #include "signals/catalog.h"
 #include "signals/host_map.h"
+#include "signals/pstore.h"
 #include "signals/scanner.h"
 
 namespace cmax::app {
@@ -27,6 +28,7 @@ struct ScanFlags {
   bool json = false;
   std::string out;  ///< run directory: scan.json there too
   bool journal = false;
+  std::string pstore;  ///< a pstore directory to read (the previous boot's last words)
   int driver_branch = -1;
   std::string since = "7d";
   std::string config;
@@ -98,7 +100,21 @@ int run_scan(const ScanFlags& f) {
     rep.sources.push_back((*src)->describe());
     if (auto r = scanner->scan(**src, node); !r) note_error(r.error());
   };
-  if (!f.files.empty()) {
+  if (!f.pstore.empty()) {
+    // The previous boot's crash records; each is scanned as the kernel log it holds.
+    auto records = signals::read_pstore(f.pstore);
+    if (!records) {
+      note_error(records.error());
+    } else {
+      if (records->empty()) fmt::print(stderr, "cmax scan: no pstore records in {}\n", f.pstore);
+      for (const auto& r : *records) {
+        rep.sources.push_back(r.header ? fmt::format("{} (pstore {}#{} Part{})", r.path, r.header->why, r.header->count,
+                                                     r.header->part)
+                                       : fmt::format("{} (pstore)", r.path));
+        if (auto s = scanner->scan_text(r.text, f.node.empty() ? hostname() : f.node); !s) note_error(s.error());
+      }
+    }
+  } else if (!f.files.empty()) {
     for (const auto& path : f.files) {
       auto what = scanner->scan_path(path, f.node.empty() ? signals::node_from_path(path) : f.node);
       rep.sources.push_back(what ? *what : path);
@@ -112,7 +128,8 @@ int run_scan(const ScanFlags& f) {
     ::gmtime_r(&since, &st);
     std::string stamp = fmt::format("{:04}-{:02}-{:02} {:02}:{:02}:{:02} UTC", st.tm_year + 1900, st.tm_mon + 1,
                                     st.tm_mday, st.tm_hour, st.tm_min, st.tm_sec);
-    scan_one(signals::open_process_source({"journalctl", "-k", "-o", "short-iso", "--no-pager", "--since", stamp},
+    // Not "journalctl -k": it implies --boot=0, and a crash is in the boots before this one.
+    scan_one(signals::open_process_source({"journalctl", "_TRANSPORT=kernel", "-o", "short-iso", "--no-pager", "--since", stamp},
                                           std::chrono::seconds(f.timeout_s)),
              f.node.empty() ? hostname() : f.node);
   } else {
@@ -147,14 +164,19 @@ Runner setup_scan(CLI::App& sub) {
       "correlate the lines into incidents, each with the recommended action (ignore, monitor, restart_app,\n"
       "reset_gpu, drain, reboot_node, replace). Files may be plain, gzip or zstd (detected by content); the\n"
       "node comes from the line's syslog/journal host, else the file name (an srun 'N: ' prefix adds /taskN).\n"
-      "With no files: this machine's /dev/kmsg, or the journal with --journal.\n"
+      "With no files: this machine's /dev/kmsg, the journal with --journal, or pstore with --pstore.\n"
       "Exit codes: 0 nothing needs action; 1 an unresolved incident needs restart_app or stronger;\n"
       "3 usage error, or a source failed and nothing needs action (partial results are still printed).");
   sub.add_option("FILE", f->files, "Kernel logs: dmesg, syslog/kern.log, journalctl -o short[-iso], srun -l output");
   sub.add_flag("--json", f->json, "Print {\"schema\": \"cmax.scan/1\", ...} (docs/schemas/scan.md)");
   sub.add_option("--out", f->out, "Also write scan.json into this run directory (created if missing)");
-  sub.add_flag("--journal", f->journal, "Read the kernel journal (journalctl -k) instead of /dev/kmsg");
-  sub.add_option("--since", f->since, "With --journal: how far back (7d, 12h, 30m)")->capture_default_str();
+  sub.add_flag("--journal", f->journal, "Read the kernel journal (journalctl _TRANSPORT=kernel, every boot in --since) instead of /dev/kmsg");
+  sub.add_option("--since", f->since, "With --journal: how far back (7d, 12h, 30m), across boots")->capture_default_str();
+  sub.add_option("--pstore", f->pstore,
+                 "Read the crash records the previous boot left in this pstore directory (/sys/fs/pstore, or\n"
+                 "systemd-pstore's /var/lib/systemd/pstore/TIME) instead: its panic, oops or lockup")
+      ->expected(0, 1)
+      ->default_str("/sys/fs/pstore");
   sub.add_option("--config", f->config, "Overrides of actions, ignore lists, thresholds (docs/signals-config.md)");
   sub.add_option("--node", f->node, "Name for lines without a host field (default: from the file name or hostname)");
   sub.add_flag("--kernel-only", f->kernel_only,

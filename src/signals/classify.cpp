@@ -676,7 +676,7 @@ std::optional<Signal> kernel_panic(std::string_view m) {
   if (contains(m, "Trigger a crash") || contains(m, "sysrq triggered crash")) {
     sig.corrected = true;
     sig.fatal = false;
-    if (sig.subject.empty()) sig.subject = "sysrq: Trigger a crash";
+    if (sig.subject.empty()) sig.subject = m.substr(m.find("Trigger a crash"), 15);  // a view into the line
   }
   return sig;
 }

@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -18,6 +20,7 @@
 
 #include "signals/catalog.h"
 #include "signals/correlate.h"
+#include "signals/pstore.h"
 #include "signals/scanner.h"
 #include "support/signals_catalog.h"
 
@@ -146,4 +149,54 @@ TEST(NodeFaults, AnOomRecordIsOneIncidentOfItsScope) {
   EXPECT_EQ(incidents[0].kind, Kind::oom);
   EXPECT_EQ(incidents[0].action, Action::drain);
   EXPECT_EQ(incidents[0].count, 2);
+}
+
+// pstore: "%s#%d Part%u" headers; a dump's parts read oldest (highest part) first, so the panic,
+// in Part1, comes last and the scan of the records finds it (04_kernel_panic.pstore_*.sample.txt is
+// gpud's ERST fixture: its first line and the 34 lines around the panic).
+TEST(Pstore, HeadersParseAndNothingElseDoes) {
+  auto h = parse_pstore_header("Panic#2 Part1\n");
+  ASSERT_TRUE(h);
+  EXPECT_EQ(h->why, "Panic");
+  EXPECT_EQ(h->count, 2);
+  EXPECT_EQ(h->part, 1);
+  EXPECT_TRUE(h->crash());
+  auto s = parse_pstore_header("Shutdown#1 Part3");
+  ASSERT_TRUE(s);
+  EXPECT_FALSE(s->crash());
+  for (std::string_view bad : {"", "Panic", "Panic#x Part1", "Panic#1 Part", "Pa nic#1 Part1", "<6>[ 1.0] Panic#1 Part1",
+                               "#1 Part1", "Panic#-1 Part1", "Panic#1 Part1 more"})
+    EXPECT_FALSE(parse_pstore_header(bad)) << bad;
+}
+
+TEST(Pstore, RecordsReadOldestFirstAndTheirPanicIsFound) {
+  const auto dir = std::filesystem::temp_directory_path() / fmt::format("cmax-pstore-{}", ::getpid());
+  std::filesystem::create_directories(dir);
+  auto write = [&](const std::string& name, const std::string& text) { std::ofstream(dir / name) << text; };
+  std::ifstream sample(kDir + "04_kernel_panic.pstore_dmesg-erst.sample.txt");
+  std::string panic((std::istreambuf_iterator<char>(sample)), std::istreambuf_iterator<char>());
+  write("dmesg-erst-2", panic);  // Panic#1 Part1: the newest text
+  write("dmesg-erst-1", "Panic#1 Part2\n<6>[ 2971.000000] older boot messages\n");
+  write("console-ramoops-0", "[    0.000000] Linux version 5.15.0\n");
+  auto records = read_pstore(dir.string());
+  ASSERT_TRUE(records) << records.error().message;
+  ASSERT_EQ(records->size(), 3u);
+  EXPECT_EQ((*records)[0].header->part, 2);
+  EXPECT_EQ((*records)[1].header->part, 1);
+  EXPECT_FALSE((*records)[2].header) << "a console record has no header and comes last";
+  EXPECT_EQ((*records)[1].text.find("Panic#1"), std::string::npos) << "the header is not part of the log";
+
+  Correlator correlator(cmax::test::signals_catalog());
+  auto scanner = Scanner::create(correlator);
+  ASSERT_TRUE(scanner);
+  for (const auto& r : *records) ASSERT_TRUE(scanner->scan_text(r.text, "node"));
+  auto incidents = correlator.take_incidents();
+  ASSERT_EQ(incidents.size(), 1u);
+  EXPECT_EQ(incidents[0].kind, Kind::kernel_panic);
+  EXPECT_EQ(incidents[0].action, Action::reboot_node);
+
+  auto missing = read_pstore((dir / "absent").string());
+  ASSERT_TRUE(missing);
+  EXPECT_TRUE(missing->empty()) << "no pstore mounted: no records, no error";
+  std::filesystem::remove_all(dir);
 }
