@@ -247,6 +247,19 @@ constexpr RootCauseRule kRootCauses[] = {
     {{Kind::ib_port_down, Kind::net_carrier, Kind::ib_health, Kind::mlx5_fatal},
      {Kind::lustre_conn, Kind::lustre, Kind::nfs_timeout, Kind::fs_hung, kNone, kNone},
      300, false, "the storage traffic rides the link that went down"},
+    // Issue 37: the node faults that explain one another.
+    {{Kind::block_io, Kind::nvme, Kind::md_failed, Kind::block_eod},
+     {Kind::fs_error, Kind::fs_readonly, kNone, kNone, kNone, kNone},
+     120, false, "the disk under the filesystem failed first: the filesystem's errors and its read-only remount follow"},
+    {{Kind::fs_error, kNone, kNone, kNone},
+     {Kind::fs_readonly, kNone, kNone, kNone, kNone, kNone},
+     120, false, "the filesystem's error remounted it read-only (errors=remount-ro)"},
+    {{Kind::soft_lockup, Kind::hard_lockup, Kind::hung_task, Kind::kernel_oops},
+     {Kind::kernel_panic, kNone, kNone, kNone, kNone, kNone},
+     900, false, "the kernel panicked on it (softlockup_panic, hardlockup_panic, hung_task_panic, panic_on_oops)"},
+    {{Kind::edac_ue, Kind::mce, kNone, kNone},
+     {Kind::memory_failure, kNone, kNone, kNone, kNone, kNone},
+     30, false, "the uncorrected memory error poisoned the page: its user was killed or the page taken offline"},
 };
 
 template <std::size_t N>
