@@ -34,12 +34,17 @@
 //                The local view finds dips the fit's noise hides (a curve a logistic fits to 4%
 //                hides a 13% dip under its 18% threshold): e = ln(busbw / fit), r = e at a size minus
 //                the interpolation of e at its two neighbours (so the fit's misfit cancels); local
-//                noise = 1.4826 x MAD(r) / sqrt(1.5), floored at 2%; a dip when r < -max(4.5 x
+//                noise = 1.4826 x MAD(r) / sqrt(1.5), floored at 2%, or the placements'
+//                disagreement when both were measured and it is smaller (issue 37: the bends of a
+//                curve are misfit, not noise; floored at 0.5%); a dip when r < -max(4.5 x
 //                sqrt(1.5) x local noise, 10%) in the larger placement and by half that in each,
 //                busbw is not above the smaller size's (a size still rising is a late switch), both
 //                neighbours are on the curve, and the size is outside 256 KiB - 4 MiB and is
 //                neither the first nor the last. 2 runs in 5,000 with 2% size-to-size noise shared
 //                by both placements get a false one; a healthy plateau varies ~1% (issue 309).
+//                In a dense sweep (-i: consecutive sizes under 1.5x apart) a dip must fall below
+//                the smaller size by 2% (or the noise): a stretch that holds one protocol's level
+//                and then steps up to a higher one that stays is a note, not a dip or a cliff.
 //   "cliff"      the same fall lasting to the last size, or for 4 sizes or more.
 //   "placement_disagreement"  one placement falls while the other is within half of its
 //                threshold of the curve, and the two differ by more than thr.
