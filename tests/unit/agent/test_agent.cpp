@@ -521,6 +521,54 @@ TEST(AgentResumeWatch, AResumeSomeoneElseMadeIsRecorded) {
   EXPECT_EQ(sched.resumes(), 0u) << "nothing was asked of the scheduler";
 }
 
+// Issue 37: the node faults that are not the GPU through cmaxd's passive path. A read-only
+// filesystem drains, naming its device; a cgroup's OOM and an ACCESS_REG failure are watched, not
+// acted on; the config retunes a kind (actions.kinds) and the same line then changes nothing.
+TEST(AgentNodeFaults, TheFamiliesActAsTheCatalogSaysAndTheConfigRetunesThem) {
+  if (::access("/dev/kmsg", W_OK) != 0) GTEST_SKIP() << "needs root to write /dev/kmsg";
+  DevkmsgUnlimited unlimited;
+  const std::string tag = unique_pci().substr(5, 2) + unique_pci().substr(8, 2);  // a fresh device name
+  const std::string fs = "cmx" + tag + "a";
+  {
+    Fixture fx;
+    RecordingScheduler sched;
+    Agent agent(fx.options(), catalog(), *fx.log, sched);
+    std::jthread run([&](std::stop_token st) { EXPECT_TRUE(agent.run(st)); });
+    write_kmsg(fmt::format("<4>Memory cgroup out of memory: Killed process 4{} (train-{}) total-vm:1000kB, anon-rss:900kB, "
+                           "file-rss:0kB, shmem-rss:0kB, UID:0 pgtables:64kB oom_score_adj:0\n", tag, tag));
+    write_kmsg(fmt::format("<4>mlx5_core 0000:{}:00.0: mlx5_cmd_out_err:808:(pid 1585): ACCESS_REG(0x805) op_mod(0x1) "
+                           "failed, status bad parameter(0x3), syndrome (0x1e5585), err(-22)\n", tag.substr(0, 2)));
+    write_kmsg(fmt::format("<2>EXT4-fs ({}): Remounting filesystem read-only\n", fs));
+    ASSERT_TRUE(eventually([&] { return !sched.calls_about(fs).empty(); })) << "no drain for the read-only " << fs;
+    std::this_thread::sleep_for(300ms);
+    run.request_stop();
+    run.join();
+    auto calls = sched.calls_about(fs);
+    ASSERT_EQ(calls.size(), 1u);
+    EXPECT_EQ(calls[0].verb, "drain");
+    EXPECT_NE(calls[0].reason.find("fs_readonly"), std::string::npos) << calls[0].reason;
+    EXPECT_TRUE(sched.calls_about("train-" + tag).empty()) << "a cgroup's OOM is the job's: no drain";
+    EXPECT_TRUE(sched.calls_about("ACCESS_REG").empty()) << "an ACCESS_REG failure is watched";
+    EXPECT_GE(agent.stats().incidents.load(), 3u) << "all three are recorded";
+  }
+  {
+    Fixture fx;
+    RecordingScheduler sched;
+    signals::Catalog tuned = catalog();
+    auto applied = tuned.apply_config(R"({"schema": "cmax.signals-config/1", "actions": {"kinds": {"fs_readonly": "monitor"}}})", "test");
+    ASSERT_TRUE(applied) << applied.error().message;
+    Agent agent(fx.options(), tuned, *fx.log, sched);
+    std::jthread run([&](std::stop_token st) { EXPECT_TRUE(agent.run(st)); });
+    const std::string fs2 = "cmx" + tag + "b";
+    write_kmsg(fmt::format("<2>EXT4-fs ({}): Remounting filesystem read-only\n", fs2));
+    ASSERT_TRUE(eventually([&] { return agent.stats().incidents.load() >= 1; }));
+    std::this_thread::sleep_for(300ms);
+    run.request_stop();
+    run.join();
+    EXPECT_TRUE(sched.calls_about(fs2).empty()) << "retuned to monitor: no drain";
+  }
+}
+
 // Issue 36: a long hold on a scheduler without a watch (Slurm) is read ever less often, up to
 // resume_watch_max; a fault it acted on that recurs while held is read at once.
 TEST(AgentResumeWatch, ALongHoldIsReadLessOftenAndARecurrenceReadsAtOnce) {

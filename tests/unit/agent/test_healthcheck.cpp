@@ -4,6 +4,14 @@
 
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include <fmt/format.h>
+
 #include "agent/healthcheck.h"
 
 namespace cmax::agent {
@@ -87,6 +95,39 @@ TEST(HealthCheck, ARecoveredPortIsHealthy) {
   auto rep = check_health(o, catalog, probes);
   ASSERT_TRUE(rep);
   EXPECT_TRUE(rep->problems.empty());
+}
+
+// Issue 37: cmax check reads the node faults that are not the GPU as cmaxd does. A kernel log (here a
+// FIFO carrying /dev/kmsg records) with a read-only filesystem, a cgroup's OOM and a benign ext4
+// remount: one problem, the filesystem, at drain; the OOM is the job's and the remount nothing.
+TEST(HealthCheck, NodeFaultsInTheKernelLogAreProblemsAtTheirCatalogLevel) {
+  const auto catalog = signals::Catalog::builtin().value();
+  const auto fifo = std::filesystem::temp_directory_path() / fmt::format("cmax-check-kmsg-{}", ::getpid());
+  std::filesystem::remove(fifo);
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  // O_RDWR does not wait for a reader: the records sit in the pipe until the check reads them.
+  const int w = ::open(fifo.c_str(), O_RDWR | O_CLOEXEC);
+  ASSERT_GE(w, 0);
+  const std::string records =
+      "4,1,1000,-;EXT4-fs (sdz1): Remounting filesystem read-only\n"
+      "4,2,1001,-;Memory cgroup out of memory: Killed process 77 (train) total-vm:1kB, anon-rss:1kB, file-rss:0kB, "
+      "shmem-rss:0kB, UID:0 pgtables:4kB oom_score_adj:0\n"
+      "6,3,1002,-;EXT4-fs (nvme0n1p5): re-mounted. Opts: errors=remount-ro. Quota mode: none.\n";
+  ASSERT_EQ(::write(w, records.data(), records.size()), static_cast<ssize_t>(records.size()));
+  std::vector<std::unique_ptr<probes::Probe>> probes;
+  HealthOptions o;
+  o.node = "n1";
+  o.kmsg_path = fifo.string();
+  o.budget = std::chrono::milliseconds(3000);
+  auto rep = check_health(o, catalog, probes);
+  ::close(w);
+  std::filesystem::remove(fifo);
+  ASSERT_TRUE(rep) << rep.error().message;
+  EXPECT_EQ(rep->records, 3u);
+  ASSERT_EQ(rep->problems.size(), 1u);
+  EXPECT_EQ(rep->problems[0].kind, signals::Kind::fs_readonly);
+  EXPECT_EQ(rep->problems[0].device, "sdz1");
+  EXPECT_EQ(rep->problems[0].action, signals::Action::drain);
 }
 
 }  // namespace
