@@ -124,9 +124,9 @@ int main(int argc, char** argv) {
                  "On Kubernetes the held node is watched instead (one request per 10 minutes, none when idle)")
       ->capture_default_str();
   app.add_option("--resume-watch-max-ms", resume_watch_max_ms,
-                 "Slurm: each read that finds the held node still out doubles the wait to the next, up to\n"
-                 "this; a fault already acted on that recurs while held is read at once. 1,000 nodes held\n"
-                 "for days then cost slurmctld about 3 reads a second, not 100")
+                 "Slurm: after the first 5 minutes of a hold, each read that finds the node still out doubles\n"
+                 "the wait to the next, up to this; a fault already acted on that recurs while held is read at\n"
+                 "once. 1,000 nodes held for days then cost slurmctld about 3 reads a second, not 100")
       ->capture_default_str();
   app.add_option("--fleet-max-percent", opt.fleet_max_percent,
                  "Fleet breaker: before each drain or reboot, read the node's partitions from Slurm and refuse\n"

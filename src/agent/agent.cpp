@@ -449,14 +449,19 @@ void Agent::worker(std::stop_token stop) {
 void Agent::watch_resume() {
   if (!holding_) {
     resume_poll_ = options_.resume_watch;
+    held_since_ = {};
     return;
   }
   auto st = scheduler_.node_state(options_.node);
   if (!st || st->out_of_service()) {
-    // Unreadable, or still out: nothing to record; the next read waits twice as long (capped).
-    if (st) last_out_read_ = Clock::now();
-    resume_poll_ = std::min(std::max(resume_poll_, options_.resume_watch) * 2,
-                            std::max(options_.resume_watch_max, options_.resume_watch));
+    // Unreadable, or still out: nothing to record. Past the steady stretch of a hold, the next
+    // read waits twice as long (capped).
+    const auto now = Clock::now();
+    if (st) last_out_read_ = now;
+    if (held_since_ == Clock::time_point{}) held_since_ = now;
+    if (now - held_since_ >= options_.resume_watch_steady)
+      resume_poll_ = std::min(std::max(resume_poll_, options_.resume_watch) * 2,
+                              std::max(options_.resume_watch_max, options_.resume_watch));
     return;
   }
   const auto late = last_out_read_ == Clock::time_point{}
@@ -464,6 +469,7 @@ void Agent::watch_resume() {
                         : std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - last_out_read_);
   resume_poll_ = options_.resume_watch;
   last_out_read_ = {};
+  held_since_ = {};
   record_observed_resume(*st, late);
 }
 
@@ -589,6 +595,10 @@ void Agent::execute(const Request& r, std::stop_token stop) {
     std::lock_guard h(hold_mu_);
     if (status == "done" || status == "unchanged") holding_ = r.verb != "resume";
     resume_poll_ = options_.resume_watch;  // a new hold (or none) is read at the first interval again
+    if (status == "done" || status == "unchanged") {
+      if (r.verb == "resume") held_since_ = {};
+      else if (held_since_ == Clock::time_point{}) held_since_ = Clock::now();
+    }
     self_resuming_ = false;
   }
   hold_cv_.notify_all();

@@ -55,9 +55,12 @@ struct AgentOptions {
   /// accounting from the event log ends the outage there. Zero: never. A scheduler that watches
   /// (Kubernetes) is not polled: any non-zero value watches the held node instead.
   std::chrono::milliseconds resume_watch{10000};
-  /// A node still out at a read is read again after twice the wait, up to this: a long hold (an
-  /// RMA) costs the controller one read per resume_watch_max, not one per resume_watch. A fault
-  /// the agent already acted on that recurs while it holds is read at once (the node may be back).
+  /// A hold longer than resume_watch_steady (a drill, a reboot and an operator's quick resume are
+  /// shorter) is read at twice the last wait each time the node is still out, up to
+  /// resume_watch_max: a long hold (an RMA) costs the controller one read per resume_watch_max, not
+  /// one per resume_watch, and a short one is seen at resume_watch as before. A fault the agent
+  /// already acted on that recurs while it holds is read at once (the node may be back).
+  std::chrono::milliseconds resume_watch_steady{300000};
   std::chrono::milliseconds resume_watch_max{300000};
   int retries = 8;                         ///< attempts per action before it is recorded as failed
   /// Fleet-wide breaker, read from the scheduler before each drain or reboot: cmax may hold at
@@ -196,6 +199,7 @@ class Agent {
   std::atomic<bool> holding_{false};  ///< this agent's drain or reboot took the node out
   std::chrono::milliseconds resume_poll_{0};  ///< the worker's next wait before reading a held node
   std::chrono::steady_clock::time_point last_out_read_{};  ///< the worker's last read that found the node out
+  std::chrono::steady_clock::time_point held_since_{};     ///< when this agent's hold began (the worker's view)
   std::atomic<bool> resume_check_now_{false};  ///< a fault it acted on recurred while held: read now
   bool self_resuming_ = false;         ///< execute() is resuming the node (with hold_mu_)
   std::mutex hold_mu_;                 ///< holding_'s changes, and the resume watch's wait for them

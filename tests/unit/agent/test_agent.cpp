@@ -521,6 +521,33 @@ TEST(AgentResumeWatch, AResumeSomeoneElseMadeIsRecorded) {
   EXPECT_EQ(sched.resumes(), 0u) << "nothing was asked of the scheduler";
 }
 
+// A short hold (a drill, an operator's quick resume) is read at the steady interval: SLA
+// accounting ends its outage within resume_watch of the resume (issue 35's defect 4).
+TEST(AgentResumeWatch, AShortHoldIsReadAtTheSteadyInterval) {
+  if (::access("/dev/kmsg", W_OK) != 0) GTEST_SKIP() << "needs root to write /dev/kmsg";
+  Fixture fx;
+  RecordingScheduler sched;
+  auto o = fx.options();
+  o.resume_watch = 20ms;  // resume_watch_steady stays at its 5 minutes
+  o.resume_watch_max = 160ms;
+  Agent agent(o, catalog(), *fx.log, sched);
+  std::jthread run([&](std::stop_token st) { EXPECT_TRUE(agent.run(st)); });
+  const std::string pci = unique_pci();
+  sched.drained_now = true;
+  write_kmsg(fmt::format("<3>NVRM: Xid (PCI:{}): 79, pid=1, name=t, GPU has fallen off the bus.\n", pci));
+  ASSERT_TRUE(eventually([&] { return !sched.calls_about(pci).empty(); }));
+  const int at_hold = sched.state_reads.load();
+  std::this_thread::sleep_for(1000ms);
+  EXPECT_GE(sched.state_reads.load() - at_hold, 25) << "every 20 ms, not doubling";
+  sched.drained_now = false;
+  const auto resumed = std::chrono::steady_clock::now();
+  ASSERT_TRUE(eventually([&] { return agent.stats().resumes_observed.load() == 1; }));
+  const double seen_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - resumed).count();
+  EXPECT_LT(seen_ms, 100);
+  run.request_stop();
+  run.join();
+}
+
 // Issue 37: the node faults that are not the GPU through cmaxd's passive path. A read-only
 // filesystem drains, naming its device; a cgroup's OOM and an ACCESS_REG failure are watched, not
 // acted on; the config retunes a kind (actions.kinds) and the same line then changes nothing.
@@ -577,6 +604,7 @@ TEST(AgentResumeWatch, ALongHoldIsReadLessOftenAndARecurrenceReadsAtOnce) {
   RecordingScheduler sched;
   auto o = fx.options();
   o.resume_watch = 20ms;
+  o.resume_watch_steady = 0ms;  // the doubling from the first read (5 minutes in cmaxd)
   o.resume_watch_max = 160ms;
   Agent agent(o, catalog(), *fx.log, sched);
   std::jthread run([&](std::stop_token st) { EXPECT_TRUE(agent.run(st)); });
