@@ -398,13 +398,25 @@ Judged judge(const SizeRow& r, const SizeRow* prev, double fitted, const Thresho
 
 // Relative noise between the two placements of the same size: they measure the same transfer,
 // so their spread is the run's noise without any model in it. kNoiseFloor without in-place.
-double placement_noise(const std::vector<SizeRow>& rows) {
+// 1.4826 x MAD of |ln(out / in)| / sqrt 2 over the sizes both placements were measured at, and
+// how many those were; nullopt when none.
+struct Disagreement {
+  double sigma = 0;
+  std::size_t sizes = 0;
+};
+std::optional<Disagreement> placement_disagreement(const std::vector<SizeRow>& rows) {
   std::vector<double> d;
   d.reserve(rows.size());
   for (const auto& r : rows)
     if (r.in && *r.in > 0 && r.out > 0) d.push_back(std::abs(std::log(r.out / *r.in)));
-  if (d.empty()) return kNoiseFloor;
-  return std::max(kNoiseFloor, kMadToSigma * median(d) / std::sqrt(2.0));
+  if (d.empty()) return std::nullopt;
+  const std::size_t n = d.size();
+  return Disagreement{kMadToSigma * median(d) / std::sqrt(2.0), n};
+}
+
+double placement_noise(const std::vector<SizeRow>& rows) {
+  auto d = placement_disagreement(rows);
+  return d ? std::max(kNoiseFloor, d->sigma) : kNoiseFloor;
 }
 
 }  // namespace
@@ -465,11 +477,9 @@ constexpr double kDenseRatio = 1.5;            // consecutive sizes closer than 
 // The placements' disagreement (1.4826 x MAD of |ln(out / in)| / sqrt 2) over the sizes both were
 // measured at, floored at kMeasuredNoiseFloor; nullopt when fewer than kMinLocalSizes have both.
 std::optional<double> measured_placement_noise(const std::vector<SizeRow>& rows) {
-  std::vector<double> d;
-  for (const auto& r : rows)
-    if (r.in && *r.in > 0 && r.out > 0) d.push_back(std::abs(std::log(r.out / *r.in)));
-  if (d.size() < kMinLocalSizes) return std::nullopt;
-  return std::max(kMeasuredNoiseFloor, kMadToSigma * median(d) / std::sqrt(2.0));
+  auto d = placement_disagreement(rows);
+  if (!d || d->sizes < kMinLocalSizes) return std::nullopt;
+  return std::max(kMeasuredNoiseFloor, d->sigma);
 }
 
 // Row k and its smaller neighbour are closer than kDenseRatio: a linear sweep's sizes.
