@@ -245,11 +245,13 @@ std::unique_ptr<Backend> choose_backend(const std::string& want, MPI_Comm comm, 
 #ifdef CMAX_COLLBENCH_NCCL
   int ok = 1;
   if (want != "mpi") {
-    int n = cuda_device_count();
+    std::string why;
+    int n = cuda_device_count(&why);
     ok = n > local_rank ? 1 : 0;
     if (!ok && want == "nccl") {
       if (n == 0)
-        std::fprintf(stderr, "cmax-collbench: rank %d: no CUDA device: use --backend mpi\n", rank);
+        std::fprintf(stderr, "cmax-collbench: rank %d: no CUDA device%s%s: use --backend mpi\n", rank,
+                     why.empty() ? "" : ": ", why.c_str());
       else
         std::fprintf(stderr,
                      "cmax-collbench: rank %d: local rank %d needs CUDA device %d but %d are "

@@ -3,7 +3,10 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
+#include <dlfcn.h>
+
 #include <cstdio>
+#include <string>
 
 namespace cmax::collbench {
 namespace {
@@ -172,10 +175,25 @@ class NcclBackend final : public Backend {
 
 }  // namespace
 
-int cuda_device_count() {
+int cuda_device_count(std::string* why) {
   int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess) return 0;
-  return n;
+  const cudaError_t e = cudaGetDeviceCount(&n);
+  if (e == cudaSuccess) return n;
+  if (why != nullptr) {
+    *why = std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e);
+    // Static cudart calls a missing driver "insufficient"; say which library is absent instead.
+    int driver = 0;
+    if (cudaDriverGetVersion(&driver) == cudaSuccess && driver == 0) {
+      void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+      if (h == nullptr) {
+        const char* d = dlerror();
+        *why = "no NVIDIA driver: libcuda.so.1 could not be loaded (" + std::string(d ? d : "not found") + ")";
+      } else {
+        dlclose(h);
+      }
+    }
+  }
+  return 0;
 }
 
 std::unique_ptr<Backend> make_nccl_backend(MPI_Comm comm, int local_rank) {

@@ -12,8 +12,9 @@
 
 namespace cmax::collbench {
 
-/// CUDA devices this process sees; 0 when there is no device or no driver (never throws).
-int cuda_device_count();
+/// CUDA devices this process sees; 0 when there is no device or no driver (never throws). When
+/// CUDA fails, `why` (if given) says how: the CUDA error, or which driver library is missing.
+int cuda_device_count(std::string* why = nullptr);
 
 /// Opens device `local_rank` and joins every rank of `comm` in one NCCL communicator (collective
 /// over comm). Throws BackendError when a CUDA or NCCL call fails.

@@ -2,6 +2,8 @@
 // stderr. cmax judges the numbers (src/health/gpu_judge.h); this program only measures. Exit codes
 // are in usage() and docs/gpu-checks.md.
 
+#include <dlfcn.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -31,6 +33,19 @@ int driver_gpu_count() {
   for (std::filesystem::directory_iterator it("/proc/driver/nvidia/gpus", ec), end; !ec && it != end; it.increment(ec))
     ++n;
   return n;
+}
+
+// The CUDA driver library cudart loads at its first call. Statically linked cudart reports its
+// absence as "driver version is insufficient", which sends an operator looking for an upgrade; name
+// the library instead. dlopen of an already loaded library only bumps its count.
+std::string driver_library_problem() {
+  void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (h != nullptr) {
+    dlclose(h);
+    return {};
+  }
+  const char* e = dlerror();
+  return std::string("libcuda.so.1 (the NVIDIA driver's CUDA library) could not be loaded: ") + (e ? e : "not found");
 }
 
 void log(const std::string& line) { std::cerr << "cmax-gpucheck: " << line << '\n'; }
@@ -64,7 +79,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (options->version) {
-    std::cout << "cmax-gpucheck " << CMAX_VERSION << '\n';
+    std::cout << "cmax-gpucheck " << CMAX_VERSION << " (" << CMAX_CUDA_BUILD << ")\n";
     return 0;
   }
   // Ordinals in PCI bus order, as nvidia-smi numbers GPUs, unless the caller chose otherwise.
@@ -96,7 +111,13 @@ int main(int argc, char** argv) {
     // to check here. Any other failure with GPUs on the bus is a broken CUDA stack: a finding.
     const bool absent = e == cudaSuccess || e == cudaErrorNoDevice || (e == cudaErrorInsufficientDriver && listed == 0);
     doc["status"] = absent ? "no_device" : "cuda_error";
-    doc["error"] = e == cudaSuccess ? std::string("no CUDA device") : gpucheck::cuda_error_text(e);
+    std::string why = e == cudaSuccess ? std::string("no CUDA device") : gpucheck::cuda_error_text(e);
+    const std::string library = driver == 0 ? driver_library_problem() : std::string();
+    if (!library.empty()) {
+      why = "no NVIDIA driver: " + library + " (" + why + ")";
+      doc["missing_library"] = "libcuda.so.1";
+    }
+    doc["error"] = why;
     doc["devices"] = Json::array();
     doc["peers"] = Json::array();
     log(doc.string_at("error") + " (" + std::to_string(listed) + " GPUs listed by the NVIDIA driver)");
