@@ -47,6 +47,7 @@ struct CheckFlags {
   // --active and --submit
   bool active = false, submit = false, force = false;
   std::string checks, path, thresholds, host_root = "/", output_dir, partition, qos;
+  std::vector<std::string> gpu_tool_outputs;  ///< --gpu-tool-output: saved NVIDIA tool outputs to judge
   std::vector<std::string> reservations;  ///< --submit: also a job inside each, on its idle nodes
   bool no_free_nodes = false;             ///< --submit: only inside --reservation
   double check_timeout_s = 60;
@@ -110,6 +111,8 @@ Result<std::vector<std::string>> active_groups(const CheckFlags& f) {
   if (!parsed) return parsed;
   if (std::find(parsed->begin(), parsed->end(), "storage") != parsed->end() && f.path.empty())
     return fail("--checks storage needs --path DIR: a directory on the filesystem to test");
+  if (!f.gpu_tool_outputs.empty() && std::find(parsed->begin(), parsed->end(), "gpu") == parsed->end())
+    return fail("--gpu-tool-output is judged with the GPU checks: add gpu to --checks");
   return parsed;
 }
 
@@ -129,6 +132,7 @@ Result<health::ActiveOptions> active_options(const CheckFlags& f) {
   o.seq_bytes = f.seq_mib << 20;
   o.fsync_count = f.fsync_count;
   o.check_timeout = std::chrono::milliseconds(static_cast<long long>(f.check_timeout_s * 1000));
+  o.gpu.tool_outputs = f.gpu_tool_outputs;
   return o;
 }
 
@@ -481,6 +485,13 @@ Runner setup_check(CLI::App& sub) {
                  "Groups to run, comma-separated: storage,memory,cpu,gpu (default: all; storage only with --path)")
       ->group(active);
   sub.add_option("--path", f->path, "A directory on the filesystem to test (a shared filesystem's scratch)")
+      ->group(active);
+  sub.add_option("--gpu-tool-output", f->gpu_tool_outputs,
+                 "With the gpu group: also judge this saved output of nvidia-smi -q -x, nvidia-smi --query-gpu "
+                 "(CSV with its header), nvidia-smi topo -m, dcgmi diag (text or -j) or nvbandwidth (text or -j); "
+                 "the tool is recognised from the content. Repeat for several files. On a live node nvidia-smi -q -x "
+                 "and topo -m are run and judged anyway when nvidia-smi is installed (docs/gpu-checks.md)")
+      ->check(CLI::ExistingFile)
       ->group(active);
   sub.add_option("--check-timeout-s", f->check_timeout_s, "Time limit of each check; then it is a fail (timed out)")
       ->capture_default_str()

@@ -1,4 +1,5 @@
 #include "health/gpu_checks.h"
+#include "health/gpu_tool_output.h"
 
 #include <unistd.h>
 
@@ -37,17 +38,33 @@ std::optional<std::string> locate_gpucheck() {
 
 }  // namespace
 
+namespace {
+
+std::vector<CheckResult> run_gpucheck(const GpuCheckOptions& options, const GpuThresholds& thresholds);
+
+}  // namespace
+
 Result<std::vector<CheckResult>> run_gpu_checks(const GpuCheckOptions& options) {
   auto thresholds = options.thresholds_file ? load_gpu_thresholds_file(*options.thresholds_file)
                                             : builtin_gpu_thresholds();
   if (!thresholds) return Unexpected<Error>{thresholds.error()};
+  auto results = run_gpucheck(options, *thresholds);
+  if (options.live_tools)
+    for (auto& r : run_live_gpu_tools(*thresholds, options.tool_timeout, options.nvidia_smi))
+      results.push_back(std::move(r));
+  for (auto& r : judge_gpu_tool_files(options.tool_outputs, *thresholds)) results.push_back(std::move(r));
+  return results;
+}
 
+namespace {
+
+std::vector<CheckResult> run_gpucheck(const GpuCheckOptions& options, const GpuThresholds& thresholds) {
   std::string program = options.program;
   if (program.empty()) {
     auto found = locate_gpucheck();
     if (!found)
       return gpu_results_all(audit::Outcome::not_applicable,
-                             "cmax-gpucheck not built (no nvcc at build time) or not installed next to cmax");
+                             "cmax-gpucheck not built (no CUDA toolkit at build time: the configure output says why) or not installed next to cmax");
     program = *found;
   } else if (!executable(program)) {
     return gpu_results_all(audit::Outcome::unverified,
@@ -68,7 +85,9 @@ Result<std::vector<CheckResult>> run_gpu_checks(const GpuCheckOptions& options) 
   if (!run)
     return gpu_results_all(audit::Outcome::unverified,
                            fmt::format("start {}: {}; check that it is executable", program, run.error().message));
-  return judge_gpucheck_run(*run, *thresholds);
+  return judge_gpucheck_run(*run, thresholds);
 }
+
+}  // namespace
 
 }  // namespace cmax::health

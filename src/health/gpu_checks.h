@@ -23,9 +23,17 @@ struct GpuCheckOptions {
   std::optional<std::string> thresholds_file;
   std::chrono::milliseconds timeout{120000};  ///< for the whole program run
   std::vector<int> devices;                    ///< empty: every visible GPU
+  /// Also run `nvidia-smi -q -x` and `nvidia-smi topo -m` on this node and judge them
+  /// (gpu_tool_output.h), when nvidia-smi is installed.
+  bool live_tools = true;
+  std::string nvidia_smi = "nvidia-smi";  ///< the program (a path in tests)
+  std::chrono::milliseconds tool_timeout{30000};  ///< for each nvidia-smi run
+  /// Saved outputs of nvidia-smi, topo -m, dcgmi diag or nvbandwidth to judge beside the checks.
+  std::vector<std::string> tool_outputs;
 };
 
-/// Runs cmax-gpucheck and judges its output; one CheckResult per check and GPU (or GPU pair).
+/// Runs cmax-gpucheck and judges its output; one CheckResult per check and GPU (or GPU pair); then
+/// the live nvidia-smi checks and the saved tool outputs (gpu_tool_output.h).
 /// Errors only for a bad thresholds file; a missing program, no GPU, a crash or a timeout become
 /// results (not_applicable / unverified / fail with timed_out).
 Result<std::vector<CheckResult>> run_gpu_checks(const GpuCheckOptions& options);
