@@ -688,3 +688,41 @@ TEST(NcclParsePrefixes, ARowCutInsideItsInPlaceHalfKeepsItsOutOfPlaceHalf) {
   EXPECT_FALSE(log.runs[0].rows[0].in_place.has_value());
   EXPECT_TRUE(has_warning(log.runs[0].warnings, "out-of-place half is read"));
 }
+
+// The two forms of the Rank lines' device column, from real logs in tests/golden/gpu_tools (each
+// an excerpt that ends before its table, so one row of the table's own layout is appended here to
+// make it a run): NCCL's newer "[0002:00:01]" (PCI domain:bus:device) and the older "[0x16]"
+// (bus number only).
+TEST(ParseNcclTests, DeviceColumnInBothForms) {
+  auto excerpt = [](const std::string& name) {
+    std::ifstream in(fs::path(CMAX_SOURCE_DIR) / "tests" / "golden" / "gpu_tools" / name);
+    std::ostringstream s;
+    s << in.rdbuf();
+    return s.str() +
+           "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
+           "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)\n"
+           "   134217728      33554432     float     sum      -1    981.2  136.79  239.38      0    979.1  137.08  239.89      0\n";
+  };
+  auto h100 = cmax::nccl::parse_nccl_tests(excerpt("nccl-tests_issue294-h100-busid-excerpt.txt"));
+  ASSERT_TRUE(h100) << h100.error().message;
+  ASSERT_EQ(h100->runs.size(), 1u);
+  const auto& r = h100->runs[0];
+  ASSERT_GE(r.rank_info.size(), 12u);
+  EXPECT_EQ(r.rank_info[0].pci, "0002:00:01");
+  EXPECT_EQ(r.rank_info[0].host, "h100-2");
+  EXPECT_EQ(r.rank_info[0].gpu, "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(r.gpu_model, "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(r.nodes, 2);
+
+  auto rtx = cmax::nccl::parse_nccl_tests(excerpt("nccl-tests_nccl-1530-rtx4090-hexbus-excerpt.txt"));
+  ASSERT_TRUE(rtx) << rtx.error().message;
+  ASSERT_EQ(rtx->runs.size(), 1u);
+  const auto& q = rtx->runs[0];
+  ASSERT_EQ(q.rank_info.size(), 8u);
+  EXPECT_EQ(q.rank_info[0].pci, "0x16");
+  EXPECT_EQ(q.rank_info[0].device, 0);
+  EXPECT_EQ(q.rank_info[7].device, 7);
+  EXPECT_EQ(q.gpu_model, "NVIDIA GeForce RTX 4090");
+  EXPECT_EQ(q.nodes, 1);
+  EXPECT_EQ(q.ranks, 8);
+}
