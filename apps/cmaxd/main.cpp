@@ -43,6 +43,24 @@ int start_error(const std::string& msg) {
   return kExitStartup;
 }
 
+// `cmaxd clear`: after a repair, an audited row in the event log that tells the running agent (within
+// one flush, about a second) or the next start to forget this node's incidents. The node's drain is
+// not touched: resume it with the scheduler as usual.
+int run_clear(const std::string& db_path, const std::string& node, const std::string& reason) {
+  if (reason.empty()) {
+    fmt::print(stderr, "cmaxd clear: --reason is required (what was repaired: it is the audit record)\n");
+    return 2;
+  }
+  if (!std::filesystem::exists(db_path)) return start_error(fmt::format("clear: {} does not exist: is --db the agent's?", db_path));
+  auto log = agent::EventLog::open(db_path);
+  if (!log) return start_error(log.error().message);
+  const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  auto id = log->record_clear(node, reason, now);
+  if (!id) return start_error(id.error().message);
+  fmt::print("cmaxd clear: recorded as action {} in {} for {}: {}\n", *id, db_path, node, reason);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -157,11 +175,25 @@ int main(int argc, char** argv) {
                  "How often each --mount is checked (each check forks a small child: the main idle cost)")
       ->capture_default_str();
   app.add_option("--config", config, "Signal overrides: actions, ignore lists, thresholds (docs/signals-config.md)");
+  long long boot_grace_s = 300;
+  app.add_option("--boot-grace-s", boot_grace_s,
+                 "A fault line stamped (or a probe finding seen) less than this many seconds after boot is recorded\n"
+                 "but not acted on; the same fault after it acts (0: off). Boot-time link flaps and driver loading\n"
+                 "must not drain a node that is still coming up")
+      ->capture_default_str();
+  std::string clear_reason;
+  auto* clear = app.add_subcommand("clear", "After a repair: record (audited, in --db) that this node's incidents are over; "
+                                            "the running cmaxd forgets them within a second and the next fault acts at "
+                                            "once. The node's drain is left to you");
+  clear->fallthrough();  // cmaxd clear --db PATH --node NAME --reason TEXT
+  clear->add_option("--reason", clear_reason, "What was repaired (\"GPU 3 replaced, RMA 1234\"); required");
   app.add_option("--metrics-listen", metrics_listen,
                  "Serve Prometheus metrics at http://HOST:PORT/metrics ('' to disable; port 0 picks a free one,\n"
                  "logged at start). Loopback by default: expose it on purpose")
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
+  if (clear->parsed()) return run_clear(db_path, opt.node, clear_reason);
+  opt.boot_grace = std::chrono::seconds(std::max<long long>(0, boot_grace_s));
 
   if (auto r = sched::check_node_name(opt.node); !r) {
     fmt::print(stderr, "cmaxd: --node {}: {}\n", opt.node, r.error().message);

@@ -118,8 +118,15 @@ double Agent::now_unix() const {
 
 Result<void> Agent::run(std::stop_token stop) {
   std::optional<std::uint64_t> resume;
+  stats_.start_unix = static_cast<std::uint64_t>(now_unix());
   {
     std::lock_guard lock(log_mu_);
+    // Clears recorded before this start (`cmaxd clear` while the agent was down) are already in
+    // effect: a drain before the last clear never deduplicates a new one.
+    if (auto c = log_.last_clear(); c && *c) {
+      clears_seen_ = (*c)->id;
+      last_clear_unix_ = (*c)->t_requested;
+    }
     auto rp = log_.resume_point();
     if (!rp) return Unexpected<Error>{rp.error()};
     if (*rp && (*rp)->boot_id == options_.boot_id) resume = (*rp)->seq;
@@ -171,6 +178,8 @@ Result<void> Agent::run(std::stop_token stop) {
     stats_.lost = follower->lost();
     if (Clock::now() - last_flush >= options_.flush) {
       flush();
+      take_clear();
+      stats_.in_boot_grace = in_boot_grace(monotonic_seconds());
       last_flush = Clock::now();
     }
   }
@@ -310,11 +319,16 @@ void Agent::handle(const signals::Signal& sig, const signals::LineInfo& info, st
   if (!index) return;
   const signals::Incident& inc = correlator_->incidents()[*index];
   ++stats_.by_kind_action[static_cast<int>(inc.kind)][static_cast<int>(inc.action)];
+  const bool opened = !event_of_.count(*index);
+  stats_.devices.line(DeviceKey{std::string(signals::to_string(inc.kind)), inc.code >= 0 ? std::to_string(inc.code) : "",
+                                inc.device},
+                      opened);
   std::int64_t event_id = -1;
-  if (auto it = event_of_.find(*index); it != event_of_.end()) {
-    event_id = it->second;
+  if (!opened) {
+    event_id = event_of_.find(*index)->second;
     ++repeats_[*index];
   } else {
+    stats_.last_incident_unix = static_cast<std::uint64_t>(now_unix());
     EventRow row{options_.boot_id, seq, now_unix(), incident_key(inc), inc.node,
                  std::string(signals::to_string(inc.kind)), inc.device, std::string(signals::to_string(inc.action)),
                  origin, std::string(line), inc.code};
@@ -331,6 +345,7 @@ void Agent::handle(const signals::Signal& sig, const signals::LineInfo& info, st
     // The signal closed an incident we acted on: give the node back once nothing else holds it.
     if (acted_.count(*index) && acted_[*index]) {
       acted_[*index] = false;
+      stats_.devices.set_open(signals::to_string(inc.kind), inc.device, false);
       bool still_held = false;
       for (const auto& [i, held] : acted_) still_held |= held;
       if (!still_held) act_on(inc, *index, event_id, detected);
@@ -353,7 +368,16 @@ void Agent::handle(const signals::Signal& sig, const signals::LineInfo& info, st
     ++stats_.userspace_ignored;
     return;
   }
+  // Printed while the node was still booting (the kmsg stamp, or the uptime for a probe): recorded,
+  // not acted on; the same fault after the grace acts (acted_ stays unset). A drill is never deferred.
+  if (drill.empty() && info.has_time && in_boot_grace(info.time)) {
+    ++stats_.boot_deferred;
+    log_line("info", fmt::format("{} {} at {:.0f} s after boot: inside the boot grace of {} s, not acted on",
+                                 signals::to_string(inc.kind), inc.device, info.time, options_.boot_grace.count()));
+    return;
+  }
   acted_[*index] = true;
+  stats_.devices.set_open(signals::to_string(inc.kind), inc.device, true);
   act_on(inc, *index, event_id, detected);
 }
 
@@ -370,8 +394,10 @@ void Agent::act_on(const signals::Incident& inc, std::size_t, std::int64_t event
   if (verb != "resume") {
     auto last = log_.last_action(key);
     if (last && *last && (*last)->verb == verb && (*last)->status != "failed" && (*last)->status != "refused" &&
+        (*last)->t_requested > last_clear_unix_ &&
         now - (*last)->t_requested < static_cast<double>(options_.dedup_window.count())) {
       ++stats_.actions_deduplicated;
+      if (!holding_) stats_.devices.set_open(signals::to_string(inc.kind), inc.device, false);
       return;
     }
   }
@@ -382,6 +408,8 @@ void Agent::act_on(const signals::Incident& inc, std::size_t, std::int64_t event
   }
   auto refuse = [&](const std::string& why) {
     ++stats_.actions_refused;
+    stats_.count_action(verb, "refused");
+    stats_.devices.set_open(signals::to_string(inc.kind), inc.device, false);
     (void)log_.finish_action(*id, "refused", why, now);
     log_line("warn", fmt::format("{} {}: refused: {}", verb, options_.node, why));
   };
@@ -453,6 +481,7 @@ void Agent::watch_resume() {
     return;
   }
   auto st = scheduler_.node_state(options_.node);
+  if (!st) ++stats_.scheduler_errors;
   if (!st || st->out_of_service()) {
     // Unreadable, or still out: nothing to record. Past the steady stretch of a hold, the next
     // read waits twice as long (capped).
@@ -502,7 +531,9 @@ void Agent::record_observed_resume(const sched::NodeState& st, std::chrono::mill
     std::lock_guard h(hold_mu_);
     if (!holding_ || self_resuming_) return;
     holding_ = false;
+    stats_.held = false;
   }
+  stats_.devices.close_all();
   const double now = now_unix();
   std::string reason = fmt::format("observed: {} is back in service ({}), resumed by someone else", options_.node,
                                    st.state);
@@ -552,6 +583,47 @@ Result<Agent::Attempt> Agent::attempt_action(const Request& r) {
   return out;
 }
 
+bool Agent::in_boot_grace(double seconds_since_boot) const {
+  return options_.boot_grace.count() > 0 && seconds_since_boot < static_cast<double>(options_.boot_grace.count());
+}
+
+void Agent::take_clear() {
+  std::optional<ActionRow> c;
+  {
+    std::lock_guard lock(log_mu_);
+    auto last = log_.last_clear();
+    if (!last) {
+      log_line("error", last.error().message);
+      return;
+    }
+    if (!*last || (*last)->id <= clears_seen_) return;
+    c = **last;
+  }
+  clears_seen_ = c->id;
+  clear(c->reason);
+}
+
+void Agent::clear(const std::string& why) {
+  {
+    std::lock_guard detect(detect_mu_);
+    correlator_ = std::make_unique<signals::Correlator>(catalog_);
+    event_of_.clear();
+    repeats_.clear();
+    acted_.clear();
+    last_clear_unix_ = now_unix();
+  }
+  stats_.devices.close_all();
+  ++stats_.clears;
+  log_line("info", fmt::format("cmaxd clear on {}: {}; every incident forgotten, the next fault acts again{}",
+                               options_.node, why, holding_ ? " (the node stays drained: resume it yourself)" : ""));
+}
+
+void AgentStats::count_action(std::string_view verb, std::string_view status) {
+  for (std::size_t v = 0; v < std::size(kVerbs); ++v)
+    for (std::size_t st = 0; st < std::size(kStatuses); ++st)
+      if (kVerbs[v] == verb && kStatuses[st] == status) ++node_actions[v][st];
+}
+
 void Agent::execute(const Request& r, std::stop_token stop) {
   std::chrono::milliseconds backoff{100};
   std::string status = "failed", detail;
@@ -576,6 +648,7 @@ void Agent::execute(const Request& r, std::stop_token stop) {
       break;
     }
     detail = res.error().message;
+    ++stats_.scheduler_errors;
     // A refused resume (someone else's drain) is final; anything else may be the controller: retry.
     if (r.verb == "resume" || attempt == options_.retries) break;
     log_line("warn", fmt::format("{} (attempt {} of {}; retrying in {} ms)", detail, attempt, options_.retries,
@@ -591,6 +664,7 @@ void Agent::execute(const Request& r, std::stop_token stop) {
   stats_.last_action_latency_us = static_cast<std::uint64_t>(latency.count());
   stats_.observe_latency(static_cast<double>(latency.count()) / 1e6);
   (status == "failed" ? stats_.actions_failed : status == "refused" ? stats_.actions_refused : stats_.actions_done)++;
+  stats_.count_action(r.verb, status);
   {
     std::lock_guard h(hold_mu_);
     if (status == "done" || status == "unchanged") holding_ = r.verb != "resume";
@@ -600,8 +674,12 @@ void Agent::execute(const Request& r, std::stop_token stop) {
       else if (held_since_ == Clock::time_point{}) held_since_ = Clock::now();
     }
     self_resuming_ = false;
+    stats_.held = holding_.load();
   }
   hold_cv_.notify_all();
+  if (r.verb == "resume" && (status == "done" || status == "unchanged")) stats_.devices.close_all();
+  // A drain that failed or was refused holds nothing: no incident is open on a node in service.
+  if (r.verb != "resume" && (status == "failed" || status == "refused") && !holding_) stats_.devices.close_all();
   if (r.verb == "resume" && (status == "done" || status == "unchanged"))
     if (auto rel = scheduler_.release_hold(options_.node); !rel) log_line("warn", rel.error().message);
   log_line(status == "failed" ? "error" : status == "refused" ? "warn" : "info",

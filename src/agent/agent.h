@@ -18,6 +18,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "agent/device_series.h"
 #include "agent/event_log.h"
 #include "agent/kmsg_follow.h"
 #include "probes/probe.h"
@@ -68,6 +69,10 @@ struct AgentOptions {
   double fleet_max_percent = 10;
   int fleet_max_nodes = 0;                 ///< ... and at most this many nodes (0: no count limit)
   bool fleet_breaker = true;               ///< false: skip the pool read (one scontrol call less)
+  /// A node still booting is not taken out for what its boot printed (NVSentinel #1423): a line
+  /// stamped (kmsg time since boot) or a probe finding seen before this much uptime is recorded and
+  /// counted but not acted on; the same fault seen again after it acts as usual. Zero: off.
+  std::chrono::seconds boot_grace{300};
 };
 
 /// Why the fleet breaker refuses to take one more node out of `pool`, or nullopt when it may.
@@ -88,6 +93,21 @@ struct AgentStats {
   std::atomic<std::uint64_t> actions_requested{0}, actions_done{0}, actions_failed{0}, actions_refused{0};
   std::atomic<std::uint64_t> actions_deduplicated{0}, last_seq{0};
   std::atomic<std::uint64_t> resumes_observed{0};  ///< resumes someone else made, seen by resume_watch
+  std::atomic<std::uint64_t> scheduler_errors{0};  ///< scheduler calls (act, read) that failed
+  std::atomic<std::uint64_t> boot_deferred{0};     ///< incidents not acted on: seen inside boot_grace
+  std::atomic<std::uint64_t> clears{0};            ///< `cmaxd clear` requests taken
+  std::atomic<std::uint64_t> last_incident_unix{0};  ///< when the last incident opened; 0: none since start
+  std::atomic<std::uint64_t> start_unix{0};
+  std::atomic<bool> held{false};        ///< this agent's drain or reboot holds the node
+  std::atomic<bool> in_boot_grace{false};  ///< the node's uptime is still inside boot_grace
+  /// Node actions by verb (drain, reboot, resume) and how they ended (done, unchanged, failed,
+  /// refused, dry_run).
+  static constexpr std::string_view kVerbs[] = {"drain", "reboot", "resume"};
+  static constexpr std::string_view kStatuses[] = {"done", "unchanged", "failed", "refused", "dry_run"};
+  std::atomic<std::uint64_t> node_actions[3][5]{};
+  void count_action(std::string_view verb, std::string_view status);
+  /// Fault lines and incidents per device, and the open-incident gauge.
+  DeviceSeries devices;
   /// Read -> written of the last kmsg record (how far behind the agent reads), microseconds.
   std::atomic<std::uint64_t> kmsg_lag_us{0};
   /// Per probe, in the order added: name (fixed before run()), polls, failed polls, findings,
@@ -127,6 +147,10 @@ class Agent {
   /// call it). `probe` names the source ("nvml"); the event's origin is "probe:<probe>".
   void observe(std::string_view probe, const probes::Finding& finding);
   const AgentStats& stats() const { return stats_; }
+  /// Forgets every incident this agent holds or remembers for this node (after a repair): the
+  /// next fault acts again at once, the open-incident gauge returns to 0. The running agent calls
+  /// it when `cmaxd clear` has recorded a clear in its event log (seen within one flush).
+  void clear(const std::string& why);
 
  private:
   struct Request {
@@ -205,6 +229,12 @@ class Agent {
   std::mutex hold_mu_;                 ///< holding_'s changes, and the resume watch's wait for them
   std::condition_variable_any hold_cv_;
   std::atomic<bool> breaker_not_exact_said_{false};  ///< the fleet breaker fell back to read-then-act (said once)
+  // `cmaxd clear`: the newest clear row taken (run thread), and when the last clear was (with
+  // log_mu_ or detect_mu_): an action before it never deduplicates a new one.
+  std::int64_t clears_seen_ = 0;
+  double last_clear_unix_ = 0;
+  bool in_boot_grace(double seconds_since_boot) const;
+  void take_clear();  // a clear `cmaxd clear` wrote since the last look: clear()
 };
 
 /// One log record on stderr as a JSON line ({"level":..., "msg":...}); cmaxd's only log format.

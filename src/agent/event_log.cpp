@@ -165,6 +165,20 @@ Result<std::optional<ActionRow>> EventLog::last_action(const std::string& incide
   return std::optional<ActionRow>{rows->back()};
 }
 
+Result<std::int64_t> EventLog::record_clear(const std::string& node, const std::string& reason, double t_unix) {
+  auto id = begin_action("clear", -1, "clear", node, reason, t_unix);
+  if (!id) return id;
+  if (auto f = finish_action(*id, "done", "cmaxd clear", t_unix); !f) return Unexpected<Error>{f.error()};
+  return id;
+}
+
+Result<std::optional<ActionRow>> EventLog::last_clear() {
+  auto rows = actions_where("id = (SELECT max(id) FROM actions WHERE verb = 'clear')", "");
+  if (!rows) return Unexpected<Error>{rows.error()};
+  if (rows->empty()) return std::optional<ActionRow>{};
+  return std::optional<ActionRow>{rows->back()};
+}
+
 Result<std::vector<ActionRow>> EventLog::pending_actions() { return actions_where("status = 'pending'", ""); }
 
 Result<std::int64_t> EventLog::count_actions(const std::string& verb, double since_unix) {

@@ -59,6 +59,11 @@ class EventLog {
   Result<std::vector<ActionRow>> actions_for(const std::string& incident);
   /// The latest action for an incident key, if any.
   Result<std::optional<ActionRow>> last_action(const std::string& incident);
+  /// `cmaxd clear`: an audited row (verb "clear", incident "clear", done at once) saying the node's
+  /// incidents are over (a repair); the running agent forgets them when it sees the row.
+  Result<std::int64_t> record_clear(const std::string& node, const std::string& reason, double t_unix);
+  /// The newest clear row, if any.
+  Result<std::optional<ActionRow>> last_clear();
   /// Actions still pending (the agent stopped between intent and outcome).
   Result<std::vector<ActionRow>> pending_actions();
   /// Actions of `verb` requested at or after `since_unix` that are done, pending or dry runs (for the

@@ -376,4 +376,85 @@ TEST_F(Cmaxd, PrometheusScrapesItsMetrics) {
   EXPECT_FALSE(s->drain_flag()) << "--dry-run drained the node";
 }
 
+
+// Issue 39 (GPUd #1164: an agent that floods the kernel log): cmaxd opens /dev/kmsg read-only, so
+// it cannot write to it; and across a drain, every userspace record in the ring buffer is one this
+// test wrote.
+TEST_F(Cmaxd, ItOpensTheKernelLogReadOnlyAndWritesNothingToIt) {
+  auto agent = start("n3");
+  const std::string pci = cmax::test::unique_pci();
+  const std::string marker = fmt::format("cmaxd-quiet-{}", pci);
+  int fd = ::open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  ::lseek(fd, 0, SEEK_END);  // from now on
+  ASSERT_TRUE(cmax::test::write_kmsg("<4>" + marker + " start\n"));
+  ASSERT_TRUE(cmax::test::write_kmsg(xid79(pci)));
+  ASSERT_TRUE(wait_drain("n3", true)) << log_tail();
+  ASSERT_TRUE(cmax::test::write_kmsg("<4>" + marker + " end\n"));
+  // Every descriptor cmaxd holds on /dev/kmsg is O_RDONLY (/proc/PID/fdinfo "flags:" in octal).
+  int kmsg_fds = 0;
+  for (const auto& e : std::filesystem::directory_iterator(fmt::format("/proc/{}/fd", agent.pid()))) {
+    std::error_code ec;
+    if (std::filesystem::read_symlink(e.path(), ec) != "/dev/kmsg") continue;
+    ++kmsg_fds;
+    std::ifstream info(fmt::format("/proc/{}/fdinfo/{}", agent.pid(), e.path().filename().string()));
+    std::string key, flags;
+    while (info >> key >> flags && key != "flags:") {}
+    EXPECT_EQ(std::stoul(flags, nullptr, 8) & O_ACCMODE, static_cast<unsigned long>(O_RDONLY)) << "flags " << flags;
+  }
+  EXPECT_EQ(kmsg_fds, 1);
+  // The records between the two markers that came from userspace (facility 1) are ours only.
+  char buf[8192];
+  bool inside = false;
+  int ours = 0;
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n <= 0) break;
+    const std::string rec(buf, static_cast<std::size_t>(n));
+    if (rec.find(marker + " start") != std::string::npos) inside = true;
+    if (!inside) continue;
+    const int prio = std::atoi(rec.c_str());
+    if ((prio >> 3) == 1) {
+      const bool mine = rec.find(marker) != std::string::npos || rec.find(pci) != std::string::npos;
+      // Other tests may write meanwhile (they hold the kmsg lock, so rarely): nothing may be cmaxd's.
+      EXPECT_TRUE(mine || rec.find("cmaxd") == std::string::npos) << rec;
+      ours += mine;
+    }
+    if (rec.find(marker + " end") != std::string::npos) break;
+  }
+  ::close(fd);
+  EXPECT_EQ(ours, 3);
+  ASSERT_TRUE(cluster_->scontrol({"update", "NodeName=n3", "State=RESUME"}));
+  ASSERT_TRUE(wait_drain("n3", false));
+}
+
+// `cmaxd clear` from the command line, beside the running agent: the row is in the event log with
+// its reason, the agent takes it within a second, and the same fault then drains again at once.
+TEST_F(Cmaxd, ClearFromTheCommandLineIsAuditedAndTheNextFaultActs) {
+  auto agent = start("n4");
+  const std::string pci = cmax::test::unique_pci();
+  ASSERT_TRUE(cmax::test::write_kmsg(xid79(pci)));
+  ASSERT_TRUE(wait_drain("n4", true)) << log_tail();
+  ASSERT_TRUE(cluster_->scontrol({"update", "NodeName=n4", "State=RESUME"}));
+  ASSERT_TRUE(wait_drain("n4", false));
+  cmax::core::ProcessSpec spec;
+  spec.argv = {CMAXD_BIN, "clear", "--db", db(), "--node", "n4", "--reason", "GPU replaced (test)"};
+  auto r = cmax::core::run_process(spec);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->exit_code, 0) << r->err;
+  EXPECT_NE(r->out.find("GPU replaced (test)"), std::string::npos) << r->out;
+  ASSERT_TRUE(cmax::test::wait_for_log(cluster_->dir() / "cmaxd.log", "cmaxd clear on n4", 5s)) << log_tail();
+  auto last = log().last_clear();
+  ASSERT_TRUE(last && *last);
+  EXPECT_EQ((*last)->reason, "GPU replaced (test)");
+  ASSERT_TRUE(cmax::test::write_kmsg(xid79(pci)));  // within the dedup window: acts only because of the clear
+  ASSERT_TRUE(wait_drain("n4", true)) << log_tail();
+  ASSERT_TRUE(cluster_->scontrol({"update", "NodeName=n4", "State=RESUME"}));
+  ASSERT_TRUE(wait_drain("n4", false));
+  spec.argv = {CMAXD_BIN, "clear", "--db", db(), "--node", "n4"};
+  auto no_reason = cmax::core::run_process(spec);
+  ASSERT_TRUE(no_reason);
+  EXPECT_EQ(no_reason->exit_code, 2) << "a clear without a reason is refused";
+}
+
 }  // namespace
