@@ -180,6 +180,7 @@ Result<void> Agent::run(std::stop_token stop) {
       flush();
       take_clear();
       stats_.in_boot_grace = in_boot_grace(monotonic_seconds());
+      stats_.heartbeat_unix = static_cast<std::uint64_t>(now_unix());
       last_flush = Clock::now();
     }
   }

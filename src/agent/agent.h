@@ -98,6 +98,9 @@ struct AgentStats {
   std::atomic<std::uint64_t> clears{0};            ///< `cmaxd clear` requests taken
   std::atomic<std::uint64_t> last_incident_unix{0};  ///< when the last incident opened; 0: none since start
   std::atomic<std::uint64_t> start_unix{0};
+  /// The kernel-log loop's last turn (it turns at least every poll and flush, about a second, even on
+  /// a quiet log): a reader stuck anywhere stops it.
+  std::atomic<std::uint64_t> heartbeat_unix{0};
   std::atomic<bool> held{false};        ///< this agent's drain or reboot holds the node
   std::atomic<bool> in_boot_grace{false};  ///< the node's uptime is still inside boot_grace
   /// Node actions by verb (drain, reboot, resume) and how they ended (done, unchanged, failed,

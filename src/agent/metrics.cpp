@@ -53,6 +53,8 @@ void render_state(std::string& out, const AgentStats& s, const std::string& n) {
   one("cmaxd_boot_grace", "gauge", "1 while the node's uptime is inside --boot-grace-s.", s.in_boot_grace ? 1 : 0);
   one("cmaxd_clears_total", "counter", "cmaxd clear requests taken (incidents forgotten after a repair).", s.clears);
   one("cmaxd_start_time_seconds", "gauge", "Unix time the agent started.", s.start_unix);
+  one("cmaxd_heartbeat_timestamp_seconds", "gauge",
+      "Unix time of the kernel-log loop's last turn (about every second, even on a quiet log).", s.heartbeat_unix);
   family(out, "cmaxd_node_actions_total", "counter", "Node actions by verb and how they ended.");
   for (std::size_t v = 0; v < std::size(AgentStats::kVerbs); ++v)
     for (std::size_t st = 0; st < std::size(AgentStats::kStatuses); ++st)
