@@ -28,6 +28,7 @@
 #include "core/process.h"
 #include "support/daemon.h"
 #include "support/kmsg.h"
+#include "support/ports.h"
 #include "support/slurm_cluster.h"
 
 namespace {
@@ -300,20 +301,7 @@ TEST_F(Cmaxd, TheSlurmHealthCheckDrainsOnlyARegisteredNodeAndResumesOnlyItsOwnDr
   ASSERT_TRUE(cluster_->scontrol({"update", "NodeName=n4", "State=RESUME"}));
 }
 
-// A free TCP port on 127.0.0.1 (bound to port 0 and released; the caller binds it next).
-int free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  int port = -1;
-  if (fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0)
-    port = ntohs(a.sin_port);
-  if (fd >= 0) ::close(fd);
-  return port;
-}
+int free_port() { return cmax::test::free_loopback_port(); }
 
 // The number Prometheus answers for an instant query, or -1.
 double prometheus_value(int port, const std::string& query) {

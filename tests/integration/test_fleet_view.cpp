@@ -46,19 +46,7 @@ using nlohmann::json;
 const fs::path kSource = CMAX_SOURCE_DIR;
 const fs::path kAlertmanagerDir = fs::path(CMAX_BINARY_DIR) / "fleetview";
 
-int free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  int port = -1;
-  if (fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0)
-    port = ntohs(a.sin_port);
-  if (fd >= 0) ::close(fd);
-  return port;
-}
+int free_port() { return cmax::test::free_loopback_port(); }
 
 std::string slurp(const fs::path& p) {
   std::ifstream in(p);

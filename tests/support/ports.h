@@ -17,6 +17,9 @@ bool port_free(int port);
 /// lose the port before it binds: callers retry on other ports when one dies at start.
 Result<int> pick_ports(std::mt19937_64& rng, int count);
 
+/// A free TCP port on 127.0.0.1 (bound to port 0 and released; the caller binds it next), or -1.
+int free_loopback_port();
+
 /// A random seed from the device and the pid, for pick_ports.
 std::uint64_t port_seed();
 

@@ -21,6 +21,7 @@
 #include "probes/probe.h"
 #include "signals/drill_marker.h"
 #include "support/kmsg.h"
+#include "unit/agent/agent_fixture.h"
 
 namespace cmax::agent {
 namespace {
@@ -116,55 +117,9 @@ class RecordingScheduler final : public sched::Scheduler {
   std::vector<Call> calls_;
 };
 
-// An event log whose resume point is the end of the ring buffer now, so the agent reads only
-// what the test writes from here on (and whatever other tests write meanwhile).
-struct Fixture {
-  std::string db = ::testing::TempDir() + fmt::format("cmax-agent-{}-{}.db", ::getpid(), std::random_device{}());
-  std::optional<EventLog> log;
-  std::string boot;
-  Fixture() {
-    std::remove(db.c_str());
-    auto l = EventLog::open(db);
-    EXPECT_TRUE(l);
-    log.emplace(std::move(*l));
-    boot = read_boot_id().value_or("unknown");
-    auto f = KmsgFollower::open("/dev/kmsg", std::nullopt);
-    EXPECT_TRUE(f);
-    for (;;) {
-      auto r = f->next(0ms);
-      if (!r || !*r) break;
-    }
-    EXPECT_TRUE(log->save_resume_point({boot, f->last_seq().value_or(0)}));
-  }
-  ~Fixture() {
-    log.reset();
-    for (const char* ext : {"", "-wal", "-shm"}) std::remove((db + ext).c_str());
-  }
-  AgentOptions options() {
-    AgentOptions o;
-    o.node = "n1";
-    o.boot_id = boot;
-    o.poll = 20ms;
-    o.flush = 50ms;
-    o.breaker_max_actions = 100;
-    return o;
-  }
-};
-
-template <class Pred>
-bool eventually(Pred pred, std::chrono::milliseconds limit = 5000ms) {
-  auto deadline = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(10ms);
-  }
-  return pred();
-}
-
-const signals::Catalog& catalog() {
-  static const signals::Catalog c = signals::Catalog::builtin().value();
-  return c;
-}
+using testing_support::catalog;
+using testing_support::eventually;
+using testing_support::Fixture;
 
 TEST(Agent, AFloodOfOneXidDrainsOnce) {
   if (::access("/dev/kmsg", W_OK) != 0) GTEST_SKIP() << "needs root to write /dev/kmsg";

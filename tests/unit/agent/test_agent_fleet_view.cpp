@@ -22,6 +22,7 @@
 #include "agent/metrics.h"
 #include "sched/scheduler.h"
 #include "support/kmsg.h"
+#include "unit/agent/agent_fixture.h"
 
 namespace cmax::agent {
 namespace {
@@ -58,55 +59,18 @@ class HoldingScheduler final : public sched::Scheduler {
   Result<sched::PoolCount> held_by_cmax(std::string_view) override { return sched::PoolCount{"p", 0, 100, false}; }
 };
 
-struct Fixture {
-  std::string db = ::testing::TempDir() + fmt::format("cmax-fleetview-{}-{}.db", ::getpid(), std::random_device{}());
-  std::optional<EventLog> log;
-  std::string boot;
-  Fixture() {
-    std::remove(db.c_str());
-    auto l = EventLog::open(db);
-    EXPECT_TRUE(l);
-    log.emplace(std::move(*l));
-    boot = read_boot_id().value_or("unknown");
-    auto f = KmsgFollower::open("/dev/kmsg", std::nullopt);
-    EXPECT_TRUE(f);
-    for (;;) {
-      auto r = f->next(0ms);
-      if (!r || !*r) break;
-    }
-    EXPECT_TRUE(log->save_resume_point({boot, f->last_seq().value_or(0)}));
-  }
-  ~Fixture() {
-    log.reset();
-    for (const char* ext : {"", "-wal", "-shm"}) std::remove((db + ext).c_str());
-  }
+using testing_support::catalog;
+using testing_support::eventually;
+
+// The shared fixture with this file's defaults: a fast resume watch and no boot grace.
+struct Fixture : testing_support::Fixture {
   AgentOptions options() {
-    AgentOptions o;
-    o.node = "n1";
-    o.boot_id = boot;
-    o.poll = 20ms;
-    o.flush = 50ms;
-    o.breaker_max_actions = 100;
+    AgentOptions o = testing_support::Fixture::options();
     o.resume_watch = 30ms;
     o.boot_grace = 0s;
     return o;
   }
 };
-
-template <class Pred>
-bool eventually(Pred pred, std::chrono::milliseconds limit = 5000ms) {
-  auto deadline = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(10ms);
-  }
-  return pred();
-}
-
-const signals::Catalog& catalog() {
-  static const signals::Catalog c = signals::Catalog::builtin().value();
-  return c;
-}
 
 std::string xid79(const std::string& pci) {
   return fmt::format("<3>NVRM: Xid (PCI:{}): 79, pid=1, name=t, GPU has fallen off the bus.\n", pci);

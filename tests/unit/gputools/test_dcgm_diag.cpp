@@ -7,17 +7,13 @@
 #include <sstream>
 #include <string>
 
+#include "support/golden.h"
 #include "gputools/dcgm_diag.h"
 
 namespace cmax::gputools {
 namespace {
 
-std::string golden(const std::string& name) {
-  std::ifstream in(std::string(CMAX_SOURCE_DIR) + "/tests/golden/gpu_tools/" + name, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+std::string golden(std::string_view name) { return test::read_golden("gpu_tools", name); }
 
 const DcgmTest* test(const DcgmDiag& d, const std::string& name) {
   for (const auto& t : d.tests)

@@ -6,17 +6,13 @@
 #include <sstream>
 #include <string>
 
+#include "support/golden.h"
 #include "gputools/nvbandwidth.h"
 
 namespace cmax::gputools {
 namespace {
 
-std::string golden(const std::string& name) {
-  std::ifstream in(std::string(CMAX_SOURCE_DIR) + "/tests/golden/gpu_tools/" + name, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+std::string golden(std::string_view name) { return test::read_golden("gpu_tools", name); }
 
 TEST(Nvbandwidth, Issue42OneByOneMatrixAndSum) {
   auto r = parse_nvbandwidth(golden("nvbandwidth_issue42-a100-sxm4-40gb.txt"));

@@ -10,17 +10,13 @@
 #include <sstream>
 #include <string>
 
+#include "support/golden.h"
 #include "gputools/smi_csv.h"
 
 namespace cmax::gputools {
 namespace {
 
-std::string golden(const char* name) {
-  std::ifstream in(std::filesystem::path(CMAX_SOURCE_DIR) / "tests/golden/gpu_tools" / name);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+std::string golden(std::string_view name) { return test::read_golden("gpu_tools", name); }
 
 bool active(const SmiGpu& g, ClockEvent e) { return g.clock_event(e).value_or(false); }
 

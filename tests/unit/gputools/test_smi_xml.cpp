@@ -10,17 +10,13 @@
 #include <sstream>
 #include <string>
 
+#include "support/golden.h"
 #include "gputools/smi_xml.h"
 
 namespace cmax::gputools {
 namespace {
 
-std::string golden(const char* name) {
-  std::ifstream in(std::filesystem::path(CMAX_SOURCE_DIR) / "tests/golden/gpu_tools" / name);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+std::string golden(std::string_view name) { return test::read_golden("gpu_tools", name); }
 
 // Replaces the first `from` in `text` (which must contain it) with `to`.
 std::string edit(std::string text, const std::string& from, const std::string& to) {

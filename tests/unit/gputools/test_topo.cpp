@@ -5,17 +5,13 @@
 #include <sstream>
 #include <string>
 
+#include "support/golden.h"
 #include "gputools/topo.h"
 
 namespace cmax::gputools {
 namespace {
 
-std::string golden(const std::string& name) {
-  std::ifstream in(std::string(CMAX_SOURCE_DIR) + "/tests/golden/gpu_tools/" + name, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+std::string golden(std::string_view name) { return test::read_golden("gpu_tools", name); }
 
 const TopoRow* row(const TopoMatrix& m, const std::string& label) {
   for (const auto& r : m.rows)

@@ -9,17 +9,13 @@
 #include <sstream>
 #include <string>
 
+#include "support/golden.h"
 #include "gputools/xml_scan.h"
 
 namespace cmax::gputools {
 namespace {
 
-std::string golden(const char* name) {
-  std::ifstream in(std::filesystem::path(CMAX_SOURCE_DIR) / "tests/golden/gpu_tools" / name);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+std::string golden(std::string_view name) { return test::read_golden("gpu_tools", name); }
 
 constexpr const char* kSamples[] = {"nvidia-smi-qx_netdata-tesla-p100.xml",
                                     "nvidia-smi-qx_netdata-a100-sxm4-40gb-mig.xml",

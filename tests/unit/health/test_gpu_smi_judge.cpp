@@ -10,6 +10,7 @@
 #include <sstream>
 #include <string>
 
+#include "support/golden.h"
 #include "gputools/smi_csv.h"
 #include "gputools/smi_xml.h"
 #include "health/gpu_smi_judge.h"
@@ -19,12 +20,7 @@ namespace {
 
 using audit::Outcome;
 
-std::string golden(const char* name) {
-  std::ifstream in(std::filesystem::path(CMAX_SOURCE_DIR) / "tests/golden/gpu_tools" / name);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+std::string golden(std::string_view name) { return test::read_golden("gpu_tools", name); }
 
 constexpr const char* kP100 = "nvidia-smi-qx_netdata-tesla-p100.xml";
 constexpr const char* kA100v11 = "nvidia-smi-qx_netdata-a100-sxm4-40gb-mig.xml";

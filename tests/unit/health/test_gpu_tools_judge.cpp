@@ -7,6 +7,7 @@
 #include <sstream>
 #include <string>
 
+#include "support/golden.h"
 #include "gputools/dcgm_diag.h"
 #include "gputools/nvbandwidth.h"
 #include "gputools/topo.h"
@@ -18,12 +19,7 @@ namespace {
 
 using audit::Outcome;
 
-std::string golden(const std::string& name) {
-  std::ifstream in(std::string(CMAX_SOURCE_DIR) + "/tests/golden/gpu_tools/" + name, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+std::string golden(std::string_view name) { return test::read_golden("gpu_tools", name); }
 
 GpuThresholds thresholds() {
   std::ifstream in(std::string(CMAX_SOURCE_DIR) + "/data/gpu-thresholds.json");
