@@ -18,15 +18,16 @@
 #include <sstream>
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "agent/healthcheck.h"
 #include "apps/cmax/command.h"
 #include "audit/audit.h"
 #include "health/active.h"
+#include "health/active_report.h"
 #include "health/runner.h"
 #include "health/submit.h"
+#include "health/submit_flow.h"
 #include "report/run_dir.h"
 #include "probes/probe_set.h"
 #include "sched/policy.h"
@@ -144,33 +145,6 @@ int run_one_check(const CheckFlags& f) {
   return kExitHealthy;
 }
 
-std::string pad(std::string_view s, std::size_t width) {
-  std::string out(s);
-  if (out.size() < width) out.append(width - out.size(), ' ');
-  return out;
-}
-
-void print_active_table(const CheckFlags& f, const health::Thresholds& t,
-                        const std::vector<health::CheckResult>& results) {
-  std::size_t wid = 2, wtarget = 6;
-  for (const auto& r : results) {
-    wid = std::max(wid, r.id.size());
-    wtarget = std::max(wtarget, r.target.size());
-  }
-  fmt::print("{}: active checks (thresholds: {})\n", f.node, t.origin());
-  fmt::print("{}  {}  {}  {}\n", pad("ID", wid), pad("TARGET", wtarget), pad("OUTCOME", 14), "SUMMARY");
-  for (const auto& r : results)
-    fmt::print("{}  {}  {}  {}\n", pad(r.id, wid), pad(r.target.empty() ? "-" : r.target, wtarget),
-               pad(audit::to_string(r.outcome), 14), r.summary);
-  bool header = false;
-  for (const auto& r : results) {
-    if (r.outcome == audit::Outcome::pass || r.reason.empty()) continue;
-    if (!header) fmt::print("\n");
-    header = true;
-    fmt::print("{} ({}): {}\n", r.id, audit::to_string(r.outcome), r.reason);
-  }
-}
-
 int run_active_checks(const CheckFlags& f) {
   auto groups = active_groups(f);
   if (!groups) return fail_env(groups.error().message);
@@ -191,35 +165,21 @@ int run_active_checks(const CheckFlags& f) {
   if (progress) fmt::print(stderr, "\r\033[K");
   if (!results) return fail_env(results.error().message);
 
-  std::size_t counts[5] = {0, 0, 0, 0, 0};
-  for (const auto& r : *results) ++counts[static_cast<int>(r.outcome)];
-  const bool healthy = counts[static_cast<int>(audit::Outcome::fail)] == 0;
+  const auto counts = health::count_outcomes(*results);
   if (f.json || !f.out.empty()) {
-    nlohmann::ordered_json j{{"schema", "cmax.check.active/1"},
-                             {"node", f.node},
-                             {"healthy", healthy},
-                             {"groups", *groups},
-                             {"thresholds", t->origin()},
-                             {"check_timeout_s", f.check_timeout_s}};
-    nlohmann::ordered_json c;
-    for (int i = 0; i < 5; ++i) c[std::string(audit::to_string(static_cast<audit::Outcome>(i)))] = counts[i];
-    j["counts"] = std::move(c);
-    j["results"] = nlohmann::ordered_json::array();
-    for (const auto& r : *results) j["results"].push_back(health::to_json(r));
-    const std::string doc = j.dump(2) + "\n";
+    const std::string doc = health::active_document(f.node, *groups, t->origin(), f.check_timeout_s, *results);
     if (!f.out.empty())
       if (auto w = report::write_stage_document(f.out, "check-active.json", doc); !w) return fail_env(w.error().message);
     if (f.json) fmt::print("{}", doc);
   }
   if (!f.json) {
-    print_active_table(f, *t, *results);
+    fmt::print("{}", health::active_table(f.node, t->origin(), *results));
     fmt::print("\n{}: {}\n", f.node,
-               healthy ? "healthy (no active check failed)"
-                       : fmt::format("UNHEALTHY ({} active check{} failed)",
-                                     counts[static_cast<int>(audit::Outcome::fail)],
-                                     counts[static_cast<int>(audit::Outcome::fail)] == 1 ? "" : "s"));
+               counts.healthy() ? "healthy (no active check failed)"
+                                : fmt::format("UNHEALTHY ({} active check{} failed)", counts.failed(),
+                                              counts.failed() == 1 ? "" : "s"));
   }
-  return healthy ? kExitHealthy : kExitUnhealthy;
+  return counts.healthy() ? kExitHealthy : kExitUnhealthy;
 }
 
 std::string absolute(const std::string& p) {
@@ -241,15 +201,8 @@ int submit_checks(const CheckFlags& f) {
   std::error_code ec;
   s.cmax_bin = std::filesystem::read_symlink("/proc/self/exe", ec).string();
   if (ec) return fail_env(fmt::format("read /proc/self/exe: {}; cannot tell the nodes which cmax to run", ec.message()));
-  std::string csv;
-  for (const auto& g : *groups) csv += (csv.empty() ? "" : ",") + g;
-  s.check_args = {"--checks", csv, "--check-timeout-s", fmt::format("{}", f.check_timeout_s)};
-  if (!f.path.empty()) {
-    s.check_args.insert(s.check_args.end(), {"--path", absolute(f.path), "--metadata-files",
-                                             std::to_string(f.metadata_files), "--seq-mib", std::to_string(f.seq_mib),
-                                             "--fsync-count", std::to_string(f.fsync_count)});
-  }
-  if (!f.thresholds.empty()) s.check_args.insert(s.check_args.end(), {"--thresholds", absolute(f.thresholds)});
+  s.check_args = health::node_check_args({*groups, f.check_timeout_s, absolute(f.path),
+                                           f.metadata_files, f.seq_mib, f.fsync_count, absolute(f.thresholds)});
   s.output_dir = absolute(f.output_dir.empty() ? std::string(".") : f.output_dir);
   s.partition = f.partition;
   s.qos = f.qos;
@@ -258,92 +211,45 @@ int submit_checks(const CheckFlags& f) {
   s.force = f.force;
   s.dry_run = f.dry_run;
   s.slurm_timeout = std::chrono::milliseconds(std::max(f.scontrol_timeout_ms, 1000));
-  std::size_t checks = 0;
-  for (const auto& c : health::all_active_checks())
-    if (std::find(groups->begin(), groups->end(), c.group) != groups->end()) ++checks;
-  const bool gpu = std::find(groups->begin(), groups->end(), "gpu") != groups->end();
-  s.time_limit = f.job_time_min > 0
-                     ? std::chrono::minutes(f.job_time_min)
-                     : health::job_time_limit(checks, o->check_timeout, gpu ? o->gpu.timeout : std::chrono::milliseconds(0));
+  s.time_limit = f.job_time_min > 0 ? std::chrono::minutes(f.job_time_min)
+                                    : health::job_time_for_groups(*groups, o->check_timeout, o->gpu.timeout);
 
-  if (f.wait && !f.dry_run && !f.force) {
-    // --wait: a cmax-check job of ours still in the queue (an earlier, interrupted run's; also one
-    // still completing, whose nodes are not idle yet) ends first, then ours is submitted.
-    auto queued = health::queued_check_jobs(s);
-    if (!queued) return fail_env(queued.error().message);
-    for (const auto& id : *queued) {
-      fmt::print(stderr, "cmax check --submit --wait: job {} ({}) of yours is still queued; waiting for it to end first\n",
-                 id, health::kSubmitJobName);
-      if (auto e = health::wait_for_job(s, id, std::chrono::seconds(f.wait_timeout_s)); !e) return fail_env(e.error().message);
-    }
-  }
   // One job on the free idle nodes (the spares) unless --no-free-nodes, and one inside each
   // --reservation on its idle nodes (a trial's own nodes): a job cannot span both.
-  std::vector<std::string> scopes;
-  if (!f.no_free_nodes) scopes.emplace_back();
+  std::vector<std::string> scopes(f.no_free_nodes ? 0 : 1);
   scopes.insert(scopes.end(), f.reservations.begin(), f.reservations.end());
-  if (scopes.empty()) return fail_env("--no-free-nodes without --reservation NAME: no node to check");
-  std::vector<health::SubmitOutcome> jobs;
-  std::vector<std::string> reservations_of, notes;
-  for (const auto& scope : scopes) {
-    health::SubmitOptions so = s;
-    so.reservation = scope;
-    so.force = s.force || !jobs.empty();  // our own first job is not a reason to refuse the second
-    auto out = health::submit_active(so);
-    if (!out) return fail_env(out.error().message);
-    if (out->plan.sbatch_argv.empty()) {
-      notes.push_back(out->note);
-      if (!out->existing.empty()) break;  // a job of ours already queued: nothing more either
-      continue;
-    }
-    if (f.dry_run) {
-      std::string argv;
-      for (const auto& w : out->plan.sbatch_argv) argv += (argv.empty() ? "" : " ") + health::shell_quote(w);
-      fmt::print("# {}\n{}\n# {}:\n{}", out->note, argv, out->plan.script_path, out->plan.script);
-      continue;
-    }
-    fmt::print("{}\n", out->job_id);
-    fmt::print(stderr, "cmax check --submit: job {} on {} idle node{}{} ({}); results in {}/cmax-check-<host>-{}-<task>.out\n",
-               out->job_id, out->nodes.size(), out->nodes.size() == 1 ? "" : "s",
-               scope.empty() ? std::string() : " of reservation " + scope, fmt::join(out->nodes, ","), s.output_dir,
-               out->job_id);
-    reservations_of.push_back(scope);
-    jobs.push_back(std::move(*out));
-  }
-  for (const auto& n : notes) fmt::print(stderr, "cmax check --submit: {}\n", n);
-  if (f.dry_run) return kExitHealthy;
-  if (jobs.empty()) {
-    // --wait promised a result: nothing to wait for is not a healthy cluster.
-    const std::string why = fmt::format("{}", fmt::join(notes, "; "));
-    return f.wait ? fail_env("--wait: nothing was submitted, so there are no results: " + why) : kExitHealthy;
-  }
-  if (!f.wait) return kExitHealthy;
-  // --wait: until every job leaves the queue (bounded, one deadline for all), then the nodes'
-  // results as one document. Ctrl-C (or cmax run stopping this stage) cancels the jobs rather
-  // than leave them queued.
+  // Ctrl-C (or cmax run stopping this stage) while waiting cancels the jobs rather than leave them queued.
   static std::atomic<bool> stop{false};
-  struct sigaction sa {};
-  sa.sa_handler = [](int) { stop.store(true); };
-  sigemptyset(&sa.sa_mask);
-  ::sigaction(SIGINT, &sa, nullptr);
-  ::sigaction(SIGTERM, &sa, nullptr);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(f.wait_timeout_s);
-  std::vector<health::JobResults> parts;
-  for (std::size_t i = 0; i < jobs.size(); ++i) {
-    const auto left = std::chrono::duration_cast<std::chrono::seconds>(deadline - std::chrono::steady_clock::now());
-    auto end = health::wait_for_job(s, jobs[i].job_id, std::max(left, std::chrono::seconds(1)), &stop);
-    if (!end) return fail_env(end.error().message);
-    parts.push_back({jobs[i].job_id, reservations_of[i], jobs[i].nodes,
-                     health::read_node_results(s.output_dir, jobs[i].job_id), *end});
-  }
-  const auto merged = health::merge_active_jobs(parts);
-  const std::string dir = f.out.empty() ? s.output_dir : f.out;
-  auto w = report::write_stage_document(dir, "check-active.json", merged.document);
+  const health::SubmitFlowOptions fo{s, scopes, f.wait, std::chrono::seconds(f.wait_timeout_s), &stop};
+  health::SubmitFlowHooks hooks;
+  hooks.on_queued = [](const std::string& id) {
+    fmt::print(stderr, "cmax check --submit --wait: job {} ({}) of yours is still queued; waiting for it to end first\n",
+               id, health::kSubmitJobName);
+  };
+  hooks.on_planned = [](const health::SubmittedJob& j) { fmt::print("{}", health::describe_plan(j.outcome)); };
+  hooks.on_submitted = [&s](const health::SubmittedJob& j) {
+    fmt::print("{}\n", j.outcome.job_id);
+    fmt::print(stderr, "cmax check --submit: {}\n", health::describe_submitted(j, s.output_dir));
+  };
+  hooks.on_scopes_done = [](const std::vector<std::string>& notes) {
+    for (const auto& n : notes) fmt::print(stderr, "cmax check --submit: {}\n", n);
+  };
+  hooks.before_wait = [] {
+    struct sigaction sa {};
+    sa.sa_handler = [](int) { stop.store(true); };
+    sigemptyset(&sa.sa_mask);
+    ::sigaction(SIGINT, &sa, nullptr);
+    ::sigaction(SIGTERM, &sa, nullptr);
+  };
+  health::SlurmSubmitBackend slurm;
+  auto r = health::run_submit_flow(fo, slurm, hooks);
+  if (!r) return fail_env(r.error().message);
+  if (f.dry_run || !r->merged) return kExitHealthy;  // planned, or submitted and not waited for
+  auto w = report::write_stage_document(f.out.empty() ? s.output_dir : f.out, "check-active.json", r->merged->document);
   if (!w) return fail_env(w.error().message);
-  const bool healthy = merged.healthy;
-  std::string ends;
-  for (const auto& p : parts) ends += fmt::format("{}{} {}", ends.empty() ? "" : ", ", p.job_id, p.job_end);
-  fmt::print(stderr, "cmax check --submit: job{} ended ({}); {}: {}\n", parts.size() == 1 ? "" : "s", ends, *w,
+  const bool healthy = r->merged->healthy;
+  fmt::print(stderr, "cmax check --submit: job{} ended ({}); {}: {}\n", r->parts.size() == 1 ? "" : "s",
+             health::describe_job_ends(r->parts), *w,
              healthy ? "every node reported, no active check failed" : "a check failed or a node did not report");
   return healthy ? kExitHealthy : kExitUnhealthy;
 }
@@ -455,11 +361,9 @@ Runner setup_check(CLI::App& sub) {
   sub.add_option("--act-on", f->act_on,
                  "Kernel log lines that count: 'any' (also lines written to /dev/kmsg from userspace, as fault drills\n"
                  "do; as cmaxd) or 'kernel' (kernel facility only). A drill's lines count only while it runs")
-      ->check(CLI::IsMember({"kernel", "any"}))
-      ->capture_default_str();
+      ->check(CLI::IsMember({"kernel", "any"}))->capture_default_str();
   sub.add_option("--drain-at", f->drain_at, "Unhealthy when an incident's action is at least this")
-      ->check(CLI::IsMember({"restart_app", "reset_gpu", "drain", "reboot_node", "replace"}))
-      ->capture_default_str();
+      ->check(CLI::IsMember({"restart_app", "reset_gpu", "drain", "reboot_node", "replace"}))->capture_default_str();
   sub.add_option("--config", f->config, "Signal overrides: actions, ignore lists, thresholds (docs/signals-config.md)");
   sub.add_option("--kmsg", f->kmsg, "Kernel log device ('' to skip it)")->capture_default_str();
   sub.add_option("--nvml-lib", f->nvml_lib, "NVML library (a path must load; a bare name may be absent)")
@@ -491,27 +395,20 @@ Runner setup_check(CLI::App& sub) {
                  "(CSV with its header), nvidia-smi topo -m, dcgmi diag (text or -j) or nvbandwidth (text or -j); "
                  "the tool is recognised from the content. Repeat for several files. On a live node nvidia-smi -q -x "
                  "and topo -m are run and judged anyway when nvidia-smi is installed (docs/gpu-checks.md)")
-      ->check(CLI::ExistingFile)
-      ->group(active);
+      ->check(CLI::ExistingFile)->group(active);
   sub.add_option("--check-timeout-s", f->check_timeout_s, "Time limit of each check; then it is a fail (timed out)")
-      ->capture_default_str()
-      ->group(active);
+      ->capture_default_str()->group(active);
   sub.add_option("--metadata-files", f->metadata_files, "Small files in the metadata check's tree")
-      ->capture_default_str()
-      ->group(active);
-  sub.add_option("--seq-mib", f->seq_mib, "MiB written and read back by the sequential checks")
-      ->capture_default_str()
+      ->capture_default_str()->group(active);
+  sub.add_option("--seq-mib", f->seq_mib, "MiB written and read back by the sequential checks")->capture_default_str()
       ->group(active);
   sub.add_option("--fsync-count", f->fsync_count, "4 KiB writes + fdatasync timed by the fsync check")
-      ->capture_default_str()
-      ->group(active);
+      ->capture_default_str()->group(active);
   sub.add_option("--thresholds", f->thresholds,
                  "Threshold table (schema cmax.health-thresholds/1; default: the built-in "
-                 "data/health-thresholds.json)")
-      ->group(active);
+                 "data/health-thresholds.json)")->group(active);
   sub.add_option("--host-root", f->host_root, "Read /proc and /sys under this root (CPU and memory checks)")
-      ->capture_default_str()
-      ->group(active);
+      ->capture_default_str()->group(active);
 
   const std::string submit = "Submitting the active checks to Slurm";
   sub.add_flag("--submit", f->submit, "Submit the active checks as a low-priority Slurm job on the idle nodes")
@@ -520,36 +417,27 @@ Runner setup_check(CLI::App& sub) {
   sub.add_option("--qos", f->qos, "A preemptible QOS of your site's for the job")->group(submit);
   sub.add_option("--reservation", f->reservations,
                  "Also a job inside this active reservation, on its idle nodes (repeat): a trial's own nodes,\n"
-                 "which a job outside the reservation never gets")
-      ->group(submit);
+                 "which a job outside the reservation never gets")->group(submit);
   sub.add_flag("--no-free-nodes", f->no_free_nodes,
-               "Only the --reservation jobs: leave out the idle nodes outside every reservation")
-      ->group(submit);
+               "Only the --reservation jobs: leave out the idle nodes outside every reservation")->group(submit);
   sub.add_option("--output-dir", f->output_dir,
                  "Where the script and the per-node results go, on a filesystem every node can write "
-                 "(default: the current directory)")
-      ->group(submit);
-  sub.add_option("--max-nodes", f->max_nodes, "At most this many idle nodes (0: all)")
-      ->capture_default_str()
+                 "(default: the current directory)")->group(submit);
+  sub.add_option("--max-nodes", f->max_nodes, "At most this many idle nodes (0: all)")->capture_default_str()
       ->group(submit);
   sub.add_option("--job-time-min", f->job_time_min,
-                 "The job's time limit in minutes (0: from the checks' time limits)")
-      ->capture_default_str()
+                 "The job's time limit in minutes (0: from the checks' time limits)")->capture_default_str()
       ->group(submit);
-  sub.add_flag("--force", f->force, "Submit even while a cmax-check job of yours is pending or running")
-      ->group(submit);
+  sub.add_flag("--force", f->force, "Submit even while a cmax-check job of yours is pending or running")->group(submit);
   sub.add_flag("--wait", f->wait,
                "Wait for the job to end, then merge the nodes' results into check-active.json (in --out, else\n"
                "--output-dir); a node without a result is unverified, never a pass. Exit 0 healthy, 1 not")
       ->group(submit);
   sub.add_option("--wait-timeout-s", f->wait_timeout_s, "--wait: stop waiting (and cancel the job) after this long")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 7 * 24 * 3600))
-      ->group(submit);
+      ->capture_default_str()->check(CLI::Range(1, 7 * 24 * 3600))->group(submit);
   sub.add_option("--out", f->out,
                  "Write check-active.json into this run directory (--active; --submit --wait: the nodes' results "
-                 "merged)")
-      ->group(active);
+                 "merged)")->group(active);
 
   // The runner's child process (health/runner.h): not for people.
   sub.add_option("--run-one", f->run_one)->group("");

@@ -7,15 +7,13 @@
 // 3 usage or environment error.
 
 #include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <map>
-#include <sstream>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -25,13 +23,14 @@
 #include "core/process.h"
 #include "core/strings.h"
 #include "core/text_file.h"
+#include "nccl/analysed_run.h"
 #include "nccl/analyze.h"
-#include "nccl/chart.h"
 #include "nccl/collbench_path.h"
 #include "nccl/parse.h"
 #include "nccl/recipe.h"
 #include "nccl/reference.h"
 #include "nccl/sweep_plan.h"
+#include "nccl/sweep_run.h"
 #include "report/run_dir.h"
 
 extern char** environ;
@@ -72,8 +71,8 @@ void progress(std::string_view line) {
 
 // Ctrl-C and SIGTERM during a sweep: the running step is stopped (its launcher's whole process
 // group), what was measured is kept and written.
-volatile std::sig_atomic_t g_sweep_stop = 0;
-void on_sweep_signal(int) { g_sweep_stop = 1; }
+std::atomic<bool> g_sweep_stop{false};
+void on_sweep_signal(int) { g_sweep_stop.store(true); }
 
 // MemAvailable from /proc/meminfo, bytes; 0 when unreadable.
 std::uint64_t mem_available_bytes() {
@@ -84,54 +83,6 @@ std::uint64_t mem_available_bytes() {
   while (in >> key >> kib >> unit)
     if (key == "MemAvailable:") return kib * 1024;
   return 0;
-}
-
-struct StepOutcome {
-  core::ProcessResult result;
-  bool interrupted = false;
-};
-
-// Runs one step's launcher, keeping its output (bounded); on a stop request or the step's
-// deadline sends SIGTERM to its process group (mpirun and srun then end their ranks), and
-// SIGKILL after a grace period.
-Result<StepOutcome> run_step(const core::ProcessSpec& spec) {
-  auto child = core::Child::spawn(spec);
-  if (!child) return Unexpected<Error>{child.error()};
-  StepOutcome o;
-  const auto start = std::chrono::steady_clock::now();
-  const auto deadline = start + spec.timeout;
-  auto keep = [&](std::string& into) {
-    return [&into, &o, max = spec.max_output_bytes](std::string_view bytes) {
-      const std::size_t room = max > into.size() ? max - into.size() : 0;
-      into.append(bytes.substr(0, room));
-      if (bytes.size() > room) o.result.truncated = true;
-    };
-  };
-  const core::Child::Sink out = keep(o.result.out), err = keep(o.result.err);
-  std::optional<int> status;
-  std::optional<std::chrono::steady_clock::time_point> term_sent;
-  for (;;) {
-    child->pump(std::chrono::milliseconds(100), out, err);
-    status = child->wait_exit(std::chrono::milliseconds(0));
-    if (status) break;
-    const auto now = std::chrono::steady_clock::now();
-    if (!term_sent && (g_sweep_stop || now >= deadline)) {
-      o.interrupted = g_sweep_stop != 0;
-      o.result.timed_out = !o.interrupted;
-      child->signal_group(SIGTERM);
-      term_sent = now;
-    } else if (term_sent && now - *term_sent > std::chrono::seconds(5)) {
-      child->signal_group(SIGKILL);
-      status = child->wait_exit(std::chrono::milliseconds(2000));
-      break;
-    }
-  }
-  while (child->pump(std::chrono::milliseconds(0), out, err)) {
-  }
-  o.result.wall = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start);
-  if (status && WIFEXITED(*status)) o.result.exit_code = WEXITSTATUS(*status);
-  else if (status && WIFSIGNALED(*status)) o.result.signal = WTERMSIG(*status);
-  return o;
 }
 
 // 2097152 -> "2 MiB", 34767700 -> "33.2 MiB".
@@ -145,79 +96,7 @@ std::string human_bytes(double b) {
   return fmt::format("{:.3g} {}", b, kUnits[u]);
 }
 
-json anomaly_json(const nccl::Anomaly& a) {
-  json j{{"size_bytes", a.size_bytes},       {"kind", a.kind},
-          {"placement", a.placement},         {"measured_gbps", a.measured_gbps},
-          {"expected_gbps", a.expected_gbps}, {"detail", a.detail}};
-  if (a.nodes > 0) j["nodes"] = a.nodes;
-  return j;
-}
-
-// One analysed run, and where it came from.
-struct Analysed {
-  std::string file;
-  std::size_t index = 0;  ///< the run's position in its file
-  nccl::Run run;
-  nccl::RunAnalysis analysis;
-  std::string chart;  ///< the SVG's path; "" when not written
-  std::string label;  ///< for sweeps: "all_reduce-2n-golden"
-  int nodes_hint = 0; ///< for sweeps: the node count the step asked for
-  std::string variant;
-};
-
-json run_json(const Analysed& a) {
-  const auto& r = a.run;
-  const auto& an = a.analysis;
-  json anomalies = json::array();
-  for (const auto& x : an.anomalies) anomalies.push_back(anomaly_json(x));
-  json j{{"file", a.file},
-         {"index", a.index},
-         {"test", r.test},
-         {"collective", std::string(nccl::collective_name(r.collective))},
-         {"ranks", r.ranks},
-         {"ranks_inferred", r.ranks_inferred},
-         {"nodes", r.nodes},
-         {"hosts", r.hosts},
-         {"gpu", r.gpu_model},
-         {"nccl_version", r.nccl_version},
-         {"rows", r.rows.size()},
-         {"complete", r.complete},
-         {"fabric", r.fabric.empty() ? json(nullptr) : json(r.fabric)},
-         {"nics", r.nics > 0 ? json(r.nics) : json(nullptr)},
-         {"backend", r.backend.empty() ? json(nullptr) : json(r.backend)},
-         {"peak_busbw_gbps", an.peak_busbw_gbps},
-         {"avg_busbw_gbps", an.avg_busbw_gbps},
-         {"avg_busbw_reported", r.avg_busbw_reported ? json(*r.avg_busbw_reported) : json(nullptr)},
-         {"fit",
-          {{"ok", an.fit.ok}, {"plateau_only", an.fit.plateau_only}, {"peak_gbps", an.fit.peak_gbps},
-           {"plateau_gbps", an.plateau_gbps ? json(*an.plateau_gbps) : json(nullptr)},
-           {"plateau_not_reached_by", an.plateau_gbps || !an.fit.ok ? json(nullptr) : json(an.plateau_not_reached_by)},
-           {"mid_log2", an.fit.mid_log2}, {"slope", an.fit.slope}, {"noise", an.fit.noise}, {"points", an.fit.points}}},
-         {"anomalies", anomalies},
-         {"notes", an.notes},
-         {"warnings", r.warnings},
-         {"verdict", an.verdict},
-         {"chart", a.chart.empty() ? json(nullptr) : json(a.chart)}};
-  if (an.reference) {
-    const auto& ref = *an.reference;
-    j["reference"] = {{"gpu", ref.gpu},
-                      {"fabric", ref.fabric},
-                      {"collective", ref.collective},
-                      {"variant", ref.variant},
-                      {"expected_busbw_gbps", ref.expected_busbw_gbps ? json(*ref.expected_busbw_gbps) : json(nullptr)},
-                      {"pass_bar_gbps", ref.pass_bar_gbps ? json(*ref.pass_bar_gbps) : json(nullptr)},
-                      {"source", ref.source}};
-  } else {
-    j["reference"] = nullptr;
-  }
-  if (!a.label.empty()) {
-    j["step"] = a.label;
-    j["variant"] = a.variant;
-  }
-  return j;
-}
-
-void print_run(const Analysed& a) {
+void print_run(const nccl::AnalysedRun& a) {
   const auto& r = a.run;
   const auto& an = a.analysis;
   fmt::print("{}{}: {} {} ranks{}{} {}\n", a.file, a.label.empty() ? fmt::format(" run {}", a.index + 1) : " " + a.label,
@@ -253,53 +132,11 @@ Result<std::string> ensure_dir(const std::string& out, std::string_view kind) {
   return dir;
 }
 
-std::string chart_name(const Analysed& a) {
-  if (!a.label.empty()) return a.label + ".svg";
-  return fmt::format("{}-{}.svg", fs::path(a.file).stem().string(), a.index + 1);
-}
-
-// Analyses `parsed` runs, writes charts into `dir` (unless no_charts), returns the exit code part.
-int analyse_all(std::vector<Analysed>& runs, const std::vector<nccl::Reference>& refs, const std::string& dir,
-                bool charts, json& scaling_out) {
-  int code = kExitOk;
-  for (auto& a : runs) {
-    // A sweep's variants are judged against their own numbers (ring against ring).
-    a.analysis = nccl::analyze_run(a.run, refs, a.variant == "golden" || a.variant.empty() ? "default" : a.variant);
-    if (!a.analysis.anomalies.empty()) code = kExitAnomaly;
-    if (charts) {
-      const auto path = (fs::path(dir) / chart_name(a)).string();
-      std::ofstream out(path);
-      out << nccl::render_svg(a.run, a.analysis);
-      if (out) a.chart = path;
-    }
-  }
-  // Scaling: the same collective, GPU and variant over node counts, from one directory (a sweep's
-  // run directory; logs of different clusters belong in different directories).
-  std::map<std::string, std::vector<const nccl::Run*>> groups;
-  for (const auto& a : runs)
-    if (a.run.nodes > 0)
-      groups[fmt::format("{} {}{} in {}", nccl::collective_name(a.run.collective),
-                         a.run.gpu_model.empty() ? "unknown GPU" : a.run.gpu_model,
-                         a.variant.empty() ? "" : " (" + a.variant + ")", fs::path(a.file).parent_path().string())]
-          .push_back(&a.run);
-  scaling_out = json::array();
-  for (const auto& [key, group] : groups) {
-    if (group.size() < 2) continue;
-    for (const auto& x : nccl::analyze_scaling(group)) {
-      auto j = anomaly_json(x);
-      j["group"] = key;
-      scaling_out.push_back(j);
-      code = kExitAnomaly;
-    }
-  }
-  return code;
-}
-
 int run_analyze(const NcclFlags& f) {
   auto refs = nccl::builtin_references();
   if (!refs) return fmt::print(stderr, "cmax nccl: {}\n", refs.error().message), kExitUsage;
   json files = json::array();
-  std::vector<Analysed> runs;
+  std::vector<nccl::AnalysedRun> runs;
   bool partial = false;
   for (const auto& path : f.files) {
     auto text = core::read_text_file(path, kMaxLogBytes, ", not an nccl-tests log");
@@ -324,11 +161,11 @@ int run_analyze(const NcclFlags& f) {
     if (!d) return fmt::print(stderr, "cmax nccl: {}\n", d.error().message), kExitUsage;
     dir = *d;
   }
-  json scaling;
-  int code = analyse_all(runs, *refs, dir, !f.no_charts && !runs.empty(), scaling);
+  std::vector<nccl::ScalingFinding> scaling;
+  int code = nccl::analyse_runs(runs, *refs, dir, !f.no_charts && !runs.empty(), scaling) ? kExitAnomaly : kExitOk;
   if (partial && code == kExitOk) code = kExitPartial;
   if (runs.empty()) code = kExitPartial;
-  json report{{"schema", "cmax.nccl/1"}, {"files", files}, {"runs", json::array()}, {"scaling", scaling}, {"exit_code", code}};
+  json report{{"schema", "cmax.nccl/1"}, {"files", files}, {"runs", json::array()}, {"scaling", nccl::scaling_json(scaling)}, {"exit_code", code}};
   for (const auto& a : runs) report["runs"].push_back(run_json(a));
   if (!dir.empty()) {
     std::ofstream(fs::path(dir) / "nccl.json") << report.dump(2) << "\n";
@@ -339,8 +176,8 @@ int run_analyze(const NcclFlags& f) {
   } else {
     for (const auto& a : runs) print_run(a);
     for (const auto& s : scaling)
-      fmt::print("scaling {}: {} at {} nodes: {}\n", s["group"].get<std::string>(), s["kind"].get<std::string>(),
-                 s.value("nodes", 0), s["detail"].get<std::string>());
+      fmt::print("scaling {}: {} at {} nodes: {}\n", s.group, s.anomaly.kind, s.anomaly.nodes > 0 ? s.anomaly.nodes : 0,
+                 s.anomaly.detail);
     if (!dir.empty()) fmt::print("run directory: {} (nccl.json, one SVG chart per run)\n", dir);
   }
   return code;
@@ -371,17 +208,18 @@ std::vector<std::string> link_layers(const std::string& sysfs) {
   return out;
 }
 
-int run_sweep(const NcclFlags& f) {
+// The sweep's options from the flags; `notes` says what was adjusted. Errors are usage errors.
+Result<nccl::SweepOptions> sweep_options(const NcclFlags& f, std::vector<std::string>& notes) {
   nccl::SweepOptions o;
   const bool in_slurm = std::getenv("SLURM_JOB_ID") != nullptr;
   o.launcher = f.launcher == "srun" || (f.launcher == "auto" && in_slurm) ? nccl::Launcher::kSrun : nccl::Launcher::kMpirun;
   o.node_counts = parse_counts(f.node_counts);
-  if (o.node_counts.empty()) return fmt::print(stderr, "cmax nccl sweep: --node-counts {}: expected 1,2,4,...\n", f.node_counts), kExitUsage;
+  if (o.node_counts.empty()) return fail("--node-counts {}: expected 1,2,4,...", f.node_counts);
   o.ranks_per_node = f.ranks_per_node;
   o.tests.clear();
   for (auto t : core::split_any(f.tests, ",")) {
     if (nccl::collective_from_name(t) == nccl::Collective::kUnknown)
-      return fmt::print(stderr, "cmax nccl sweep: --tests: unknown collective \"{}\"\n", t), kExitUsage;
+      return fail("--tests: unknown collective \"{}\"", t);
     o.tests.emplace_back(t);
   }
   o.tests_dir = f.tests_dir;
@@ -390,8 +228,7 @@ int run_sweep(const NcclFlags& f) {
     // cmax-collbench next to this binary, else on PATH.
     if (auto p = nccl::find_collbench()) o.collbench = *p;
     if (o.collbench.empty())
-      return fmt::print(stderr, "cmax nccl sweep: give --tests-dir (nccl-tests' build directory) or --collbench PATH\n"),
-             kExitUsage;
+      return fail("give --tests-dir (nccl-tests' build directory) or --collbench PATH");
   }
   o.min_bytes = f.min_bytes;
   o.max_bytes = f.max_bytes;
@@ -401,7 +238,7 @@ int run_sweep(const NcclFlags& f) {
   o.hosts = f.hosts;
   o.reservation = f.reservation;
   if (!o.reservation.empty() && o.launcher != nccl::Launcher::kSrun)
-    return fmt::print(stderr, "cmax nccl sweep: --reservation is srun's: add --launcher srun\n"), kExitUsage;
+    return fail("--reservation is srun's: add --launcher srun");
   o.launcher_args = f.launcher_args;
   // mpirun on this machine alone: as root it needs to be told, and more ranks than cores is fine.
   if (o.launcher == nccl::Launcher::kMpirun && o.hosts.empty()) {
@@ -412,10 +249,9 @@ int run_sweep(const NcclFlags& f) {
   o.ring_variant = !f.no_ring;
   // cmax-collbench holds its buffers in this machine's memory: a plan that cannot fit is cut down
   // to fit when it is the default, and refused with the numbers when the user asked for it.
-  std::vector<std::string> notes;
   if (o.tests_dir.empty()) {
     auto max = nccl::parse_size_bytes(o.max_bytes);
-    if (!max) return fmt::print(stderr, "cmax nccl sweep: -e {}: write a size as 8G, 512M, 64K or bytes\n", o.max_bytes), kExitUsage;
+    if (!max) return fail("-e {}: write a size as 8G, 512M, 64K or bytes", o.max_bytes);
     const std::uint64_t avail = mem_available_bytes();
     auto mem = nccl::plan_host_memory(o, *max, avail);
     if (avail > 0 && !mem.fits()) {
@@ -426,18 +262,17 @@ int run_sweep(const NcclFlags& f) {
           mem.ranks_here, human_bytes(static_cast<double>(*max)), human_bytes(static_cast<double>(mem.needed_bytes)),
           human_bytes(static_cast<double>(avail)));
       if (f.max_bytes_given || f.ranks_given || fit == 0)
-        return fmt::print(stderr, "cmax nccl sweep: {}: lower -e (at most {} here) or --ranks-per-node\n", why,
-                          fit ? human_bytes(static_cast<double>(fit)) : std::string("nothing fits")),
-               kExitUsage;
+        return fail("{}: lower -e (at most {} here) or --ranks-per-node", why,
+                          fit ? human_bytes(static_cast<double>(fit)) : std::string("nothing fits"));
       o.max_bytes = std::to_string(fit);
       notes.push_back(fmt::format("{}: -e lowered to {} (name -e to choose)", why, human_bytes(static_cast<double>(fit))));
     }
   }
-  auto steps = nccl::plan_sweep(o);
-  if (steps.empty()) return fmt::print(stderr, "cmax nccl sweep: nothing to run (node counts above the hosts given?)\n"), kExitUsage;
-  for (const auto& n : notes) fmt::print(stderr, "cmax nccl sweep: {}\n", n);
+  return o;
+}
 
-  // The environment recipe, from what this run would use.
+// The NCCL environment recipe's findings, from what this sweep would use.
+std::vector<nccl::RecipeFinding> recipe_findings(const NcclFlags& f, const nccl::SweepOptions& o) {
   nccl::RecipeInput recipe;
   recipe.nccl_conf_path = !f.nccl_conf.empty() ? f.nccl_conf : std::getenv("NCCL_CONF_FILE") ? std::getenv("NCCL_CONF_FILE") : "/etc/nccl.conf";
   if (auto t = core::read_text_file(recipe.nccl_conf_path, kMaxLogBytes)) recipe.nccl_conf = *t;
@@ -449,7 +284,19 @@ int run_sweep(const NcclFlags& f) {
   }
   recipe.link_layers = link_layers(f.sysfs);
   recipe.max_nodes = *std::max_element(o.node_counts.begin(), o.node_counts.end());
-  const auto findings = nccl::check_recipe(recipe);
+  return nccl::check_recipe(recipe);
+}
+
+int run_sweep(const NcclFlags& f) {
+  std::vector<std::string> notes;
+  auto opts = sweep_options(f, notes);
+  if (!opts) return fmt::print(stderr, "cmax nccl sweep: {}\n", opts.error().message), kExitUsage;
+  const nccl::SweepOptions& o = *opts;
+  auto steps = nccl::plan_sweep(o);
+  if (steps.empty()) return fmt::print(stderr, "cmax nccl sweep: nothing to run (node counts above the hosts given?)\n"), kExitUsage;
+  for (const auto& n : notes) fmt::print(stderr, "cmax nccl sweep: {}\n", n);
+
+  const auto findings = recipe_findings(f, o);
 
   if (f.dry_run) {
     for (const auto& fi : findings) fmt::print("recipe {}: {}\n", fi.level, fi.message);
@@ -461,146 +308,52 @@ int run_sweep(const NcclFlags& f) {
   auto refs = nccl::builtin_references();
   if (!refs) return fmt::print(stderr, "cmax nccl: {}\n", refs.error().message), kExitUsage;
 
-  json steps_json = json::array();
-  std::vector<Analysed> runs;
-  bool partial = false, interrupted = false;
+  nccl::SweepRunOptions ro;
+  ro.plan = o;
+  ro.steps = std::move(steps);
+  ro.dir = *dir;
+  ro.step_timeout = std::chrono::seconds(f.step_timeout_s);
+  ro.resume = f.resume;
+  ro.charts = !f.no_charts;
+  ro.findings = findings;
+  ro.notes = notes;
+  ro.stop = &g_sweep_stop;
   const bool tty = ::isatty(STDERR_FILENO) == 1;
-  g_sweep_stop = 0;
+  nccl::SweepHooks hooks;
+  hooks.on_start = [](std::size_t i, std::size_t n, const nccl::SweepStep& s) {
+    progress(fmt::format("cmax nccl sweep [{}/{}] {} on {} node{} ({})...", i + 1, n, s.test, s.nodes,
+                         s.nodes == 1 ? "" : "s", s.variant));
+  };
+  // Off a terminal, one line per finished step (no progress line there).
+  hooks.on_done = [tty](std::size_t i, std::size_t n, const nccl::SweepStepRecord& r) {
+    if (tty) return;
+    if (r.kept) fmt::print(stderr, "cmax nccl sweep: [{}/{}] {}: kept from the earlier sweep\n", i + 1, n, r.step);
+    else fmt::print(stderr, "cmax nccl sweep: [{}/{}] {}: {:.1f} s, {}\n", i + 1, n, r.step, r.wall_s, r.error.empty() ? "ok" : r.error);
+  };
+  hooks.on_warning = [](const std::string& step, const std::string& w) { fmt::print(stderr, "cmax nccl sweep: {}: {}\n", step, w); };
+  g_sweep_stop.store(false);
   struct sigaction sa {}, old_int {}, old_term {};
   sa.sa_handler = on_sweep_signal;
   ::sigaction(SIGINT, &sa, &old_int);
   ::sigaction(SIGTERM, &sa, &old_term);
-  // --resume: the steps an earlier sweep into this directory finished (same command, no error,
-  // its log still there) are kept, not measured again.
-  std::map<std::string, json> finished;
-  if (f.resume)
-    if (auto prev = core::read_text_file((fs::path(*dir) / "nccl.json").string(), kMaxLogBytes)) {
-      auto doc = json::parse(*prev, nullptr, false);
-      if (doc.is_object() && doc.contains("sweep") && doc["sweep"].is_object() && doc["sweep"].contains("steps") &&
-          doc["sweep"]["steps"].is_array())
-        for (const auto& sj : doc["sweep"]["steps"])
-          if (sj.is_object() && !sj.contains("error") && sj.value("exit_code", -1) == 0 && sj.contains("step") &&
-              sj["step"].is_string())
-            finished[sj["step"].get<std::string>()] = sj;
-    }
-  std::size_t kept = 0;
-  for (std::size_t i = 0; i < steps.size() && !g_sweep_stop; ++i) {
-    const auto& s = steps[i];
-    const fs::path log = fs::path(*dir) / s.log_name;
-    const std::string name = s.log_name.substr(0, s.log_name.size() - 4);
-    if (auto it = finished.find(name); it != finished.end() && it->second.value("argv", json::array()) == json(s.argv)) {
-      if (auto text = core::read_text_file(log.string(), kMaxLogBytes)) {
-        if (auto parsed = nccl::parse_nccl_tests(*text); parsed && !parsed->runs.empty()) {
-          for (std::size_t k = 0; k < parsed->runs.size(); ++k) {
-            Analysed a{log.string(), k, std::move(parsed->runs[k])};
-            a.label = name;
-            a.nodes_hint = s.nodes;
-            a.variant = s.variant;
-            if (a.run.nodes == 0) a.run.nodes = s.nodes;
-            runs.push_back(std::move(a));
-          }
-          json sj = it->second;
-          sj["kept"] = true;
-          steps_json.push_back(sj);
-          ++kept;
-          if (!tty) fmt::print(stderr, "cmax nccl sweep: [{}/{}] {}: kept from the earlier sweep\n", i + 1, steps.size(), name);
-          continue;
-        }
-      }
-    }
-    progress(fmt::format("cmax nccl sweep [{}/{}] {} on {} node{} ({})...", i + 1, steps.size(), s.test, s.nodes,
-                         s.nodes == 1 ? "" : "s", s.variant));
-    core::ProcessSpec spec{s.argv, std::chrono::seconds(f.step_timeout_s), kMaxLogBytes, s.env};
-    auto outcome = run_step(spec);
-    json sj{{"step", name}, {"test", s.test}, {"nodes", s.nodes},
-            {"variant", s.variant}, {"argv", s.argv}, {"env", s.env}, {"log", log.string()}};
-    if (!outcome) {
-      sj["error"] = outcome.error().message;
-      steps_json.push_back(sj);
-      partial = true;
-      continue;
-    }
-    core::ProcessResult* r = &outcome->result;
-    if (outcome->interrupted) {
-      interrupted = true;
-      sj["interrupted"] = true;
-    }
-    std::ofstream(log) << r->out;
-    if (!r->err.empty()) std::ofstream(fs::path(*dir) / (s.log_name + ".stderr")) << r->err;
-    sj["exit_code"] = r->exit_code;
-    sj["wall_s"] = static_cast<double>(r->wall.count()) / 1e6;
-    // The launcher's own words, whenever the step did not give a table: they say why.
-    const std::string said = core::trim(r->err).empty() ? std::string()
-                                                        : fmt::format("; {} said: {}", s.argv.front(), core::clip(core::trim(r->err), 400));
-    if (outcome->interrupted)
-      sj["error"] = "interrupted (Ctrl-C or SIGTERM): the step's processes were stopped";
-    else if (r->timed_out || r->exit_code != 0)
-      sj["error"] = r->timed_out ? fmt::format("timed out after {} s (--step-timeout-s){}", f.step_timeout_s, said)
-                                 : fmt::format("exited {}{}", r->exit_code, said.empty() ? std::string(" and printed nothing on stderr") : said);
-    auto parsed = nccl::parse_nccl_tests(r->out);
-    if (!parsed) {
-      if (!sj.contains("error")) sj["error"] = parsed.error().message + said;
-      partial = true;
-    } else {
-      for (std::size_t k = 0; k < parsed->runs.size(); ++k) {
-        Analysed a{log.string(), k, std::move(parsed->runs[k])};
-        a.label = sj["step"].get<std::string>();
-        a.nodes_hint = s.nodes;
-        a.variant = s.variant;
-        if (a.run.nodes == 0) a.run.nodes = s.nodes;
-        // Where the ranks really ran: a "4-node" step whose Rank lines name one host is a one-host
-        // run, and scaling is judged on the hosts the log shows (run.nodes), not on the step's name.
-        if (!a.run.hosts.empty() && static_cast<int>(a.run.hosts.size()) != s.nodes && k == 0) {
-          std::string hosts;
-          for (const auto& h : a.run.hosts) hosts += (hosts.empty() ? "" : ",") + h;
-          sj["ran_on_hosts"] = a.run.hosts;
-          sj["warning"] = fmt::format("asked for {} node(s), the ranks ran on {} host(s) ({}): judged as {} node(s)",
-                                      s.nodes, a.run.hosts.size(), core::clip(hosts, 200), a.run.hosts.size());
-          fmt::print(stderr, "cmax nccl sweep: {}: {}\n", sj["step"].get<std::string>(), sj["warning"].get<std::string>());
-        }
-        runs.push_back(std::move(a));
-      }
-      if (sj.contains("error")) partial = true;
-    }
-    // Off a terminal, one line per finished step (no progress line there).
-    if (!tty)
-      fmt::print(stderr, "cmax nccl sweep: [{}/{}] {}: {:.1f} s, {}\n", i + 1, steps.size(), sj["step"].get<std::string>(),
-                 sj["wall_s"].get<double>(), sj.contains("error") ? sj["error"].get<std::string>() : "ok");
-    steps_json.push_back(sj);
-  }
+  const auto r = nccl::run_sweep(ro, *refs, nccl::process_launcher(&g_sweep_stop), hooks);
   ::sigaction(SIGINT, &old_int, nullptr);
   ::sigaction(SIGTERM, &old_term, nullptr);
-  if (g_sweep_stop) interrupted = true;
   progress("");
-  if (interrupted)
+  if (r.interrupted)
     fmt::print(stderr, "cmax nccl sweep: interrupted after {} of {} steps; what was measured is analysed and written\n",
-               steps_json.size(), steps.size());
-  json scaling;
-  int code = analyse_all(runs, *refs, *dir, !f.no_charts, scaling);
-  if (partial && code == kExitOk) code = kExitPartial;
-  if (interrupted) code = kExitPartial;  // a verdict on part of a sweep is no verdict on the sweep
-  json recipe_json = json::array();
-  for (const auto& fi : findings) recipe_json.push_back({{"level", fi.level}, {"variable", fi.variable}, {"message", fi.message}});
-  json report{{"schema", "cmax.nccl/1"}, {"sweep", {{"launcher", o.launcher == nccl::Launcher::kSrun ? "srun" : "mpirun"},
-                                                    {"node_counts", o.node_counts}, {"ranks_per_node", o.ranks_per_node},
-                                                    {"hosts", o.hosts}, {"reservation", o.reservation},
-                                                    {"steps", steps_json}}},
-              {"recipe", recipe_json}, {"runs", json::array()}, {"scaling", scaling}, {"exit_code", code}, {"run_dir", *dir},
-              {"interrupted", interrupted}, {"notes", notes}, {"kept_steps", kept}};
-  for (const auto& a : runs) report["runs"].push_back(run_json(a));
-  std::ofstream(fs::path(*dir) / "nccl.json") << report.dump(2) << "\n";
+               r.steps.size(), ro.steps.size());
   if (f.json) {
-    fmt::print("{}\n", report.dump(2));
+    fmt::print("{}\n", r.report);
   } else {
     for (const auto& fi : findings) fmt::print("recipe {}: {}\n", fi.level, fi.message);
-    for (const auto& s : steps_json)
-      if (s.contains("error")) fmt::print("{}: {}\n", s["step"].get<std::string>(), s["error"].get<std::string>());
-    for (const auto& a : runs) print_run(a);
-    for (const auto& s : scaling)
-      fmt::print("scaling {}: {}: {}\n", s["group"].get<std::string>(), s["kind"].get<std::string>(), s["detail"].get<std::string>());
+    for (const auto& s : r.steps)
+      if (!s.error.empty()) fmt::print("{}: {}\n", s.step, s.error);
+    for (const auto& a : r.runs) print_run(a);
+    for (const auto& s : r.scaling) fmt::print("scaling {}: {}: {}\n", s.group, s.anomaly.kind, s.anomaly.detail);
     fmt::print("run directory: {} (nccl.json, a log and an SVG chart per step)\n", *dir);
   }
-  return code;
+  return r.exit_code;
 }
 
 }  // namespace
