@@ -8,20 +8,21 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <charconv>
 #include <cstdlib>
 #include <filesystem>
-#include <set>
 
 #include <fmt/format.h>
 
 #include "apps/cmax/audit_flags.h"
 #include "apps/cmax/campaign_cmd.h"
 #include "apps/cmax/report_page.h"
+#include "campaign/budget_text.h"
 #include "campaign/decide.h"
 #include "campaign/execute.h"
 #include "campaign/plan.h"
+#include "campaign/resume.h"
 #include "campaign/run_lock.h"
+#include "campaign/slurm_facts.h"
 #include "campaign/state.h"
 #include "core/clock.h"
 #include "core/process.h"
@@ -38,6 +39,7 @@ namespace cmax::app {
 namespace {
 
 namespace fs = std::filesystem;
+using campaign::parse_budget;
 using campaign::Status;
 
 std::vector<std::string> g_args;
@@ -46,28 +48,6 @@ std::atomic<bool> g_stop{false};
 extern "C" void on_stop_signal(int) { g_stop.store(true); }
 
 constexpr int kExitClean = 0, kExitFindings = 1, kExitStageFailed = 2, kExitUsage = 3, kExitInterrupted = 130;
-
-// "90m", "2h", "1h30m", "3600", "45s" -> seconds.
-std::optional<int> parse_budget(std::string_view s) {
-  if (s.empty()) return std::nullopt;
-  long long total = 0;
-  while (!s.empty()) {
-    long long n = 0;
-    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), n);
-    if (ec != std::errc() || n < 0) return std::nullopt;
-    s.remove_prefix(static_cast<std::size_t>(p - s.data()));
-    long long unit = 1;
-    if (!s.empty()) {
-      if (s[0] == 'h') unit = 3600;
-      else if (s[0] == 'm') unit = 60;
-      else if (s[0] != 's') return std::nullopt;
-      s.remove_prefix(1);
-    }
-    total += n * unit;
-    if (total > 30LL * 24 * 3600) return std::nullopt;
-  }
-  return total > 0 ? std::optional<int>(static_cast<int>(total)) : std::nullopt;
-}
 
 // The campaign's own options (and whether each takes a value): not forwarded to the audit stage.
 const std::pair<std::string_view, bool> kCampaignOptions[] = {
@@ -110,29 +90,6 @@ std::string clock_text(double s) {
 std::vector<std::string> slurm_env(const CampaignFlags& f) {
   if (f.slurm_conf.empty()) return {};
   return {"SLURM_CONF=" + f.slurm_conf};
-}
-
-// The trial's own nodes: the idle nodes of the active reservations this user may use (not a
-// provider's MAINT window), which the active and NCCL stages run inside. The reservation with the
-// most idle nodes first: a step runs inside one reservation, and the sweep takes that one.
-void note_trial_nodes(campaign::Facts& facts, const std::vector<sched::Reservation>& list) {
-  const char* user = std::getenv("USER");
-  std::vector<std::pair<std::string, std::vector<std::string>>> usable;
-  for (const auto& res : list) {
-    if (res.state != "ACTIVE" || res.nodes.empty() || res.has_flag("MAINT")) continue;
-    if (!sched::user_may_use(res, user ? user : "root")) continue;
-    std::vector<std::string> idle;
-    for (const auto& n : res.nodes)
-      if (std::find(facts.idle.begin(), facts.idle.end(), n) != facts.idle.end()) idle.push_back(n);
-    if (!idle.empty()) usable.emplace_back(res.name, std::move(idle));
-  }
-  std::stable_sort(usable.begin(), usable.end(), [](const auto& a, const auto& b) { return a.second.size() > b.second.size(); });
-  for (const auto& [name, idle] : usable) {
-    facts.trial_reservations.push_back(name);
-    for (const auto& n : idle)
-      if (std::find(facts.trial_nodes.begin(), facts.trial_nodes.end(), n) == facts.trial_nodes.end()) facts.trial_nodes.push_back(n);
-  }
-  if (!usable.empty()) facts.trial_nccl_nodes = usable.front().second;
 }
 
 // What is true before any stage runs. Slurm facts come from sinfo and scontrol, bounded.
@@ -184,41 +141,16 @@ Result<campaign::Facts> gather_facts(const CampaignFlags& f, const HarnessChoice
   if (!s || s->timed_out || s->exit_code != 0)
     return fail("list the cluster's nodes ({}): {}; is slurmctld up (`scontrol ping`)?", core::describe_argv(argv),
                 !s ? s.error().message : s->timed_out ? "no answer in 10 s" : s->err);
-  std::set<std::string> seen;
-  std::string_view out = s->out;
-  while (!out.empty()) {
-    auto nl = out.find('\n');
-    std::string_view line = out.substr(0, nl);
-    out.remove_prefix(nl == std::string_view::npos ? out.size() : nl + 1);
-    auto a = line.find(' ');
-    if (a == std::string_view::npos) continue;
-    std::string node(line.substr(0, a));
-    auto b = line.find(' ', a + 1);
-    std::string state(line.substr(a + 1, b == std::string_view::npos ? std::string_view::npos : b - a - 1));
-    if (b != std::string_view::npos && line.substr(b + 1).find("gpu") != std::string_view::npos) facts.gpu = true;
-    if (seen.insert(node).second) facts.nodes.push_back(node);
-    // "reserved" is idle inside an active reservation: a trial node free for a job inside it.
-    if (state == "idle" || state == "reserved") facts.idle.push_back(node);
-  }
+  campaign::add_sinfo_nodes(facts, s->out);
   // Reservations: their idle nodes are not free for the active checks' job, and (with
   // --allow-disruptive) a REPLACE_DOWN one this user may use names the drill's target and spares.
   auto r = core::run_process({{"scontrol", "-o", "show", "reservation"}, std::chrono::seconds(10), 1u << 20, slurm_env(f)});
   if (r && !r->timed_out && r->exit_code == 0) {
     if (auto list = sched::parse_scontrol_reservations(r->out)) {
-      note_trial_nodes(facts, *list);
-      sched::drop_reserved_nodes(facts.idle, *list);
       const char* user = std::getenv("USER");
-      for (const auto& res : *list) {
-        if (!f.allow_disruptive || (!facts.drill_node.empty() && !facts.reservation.empty())) break;
-        if (!res.has_flag("REPLACE_DOWN") || res.state != "ACTIVE" || res.nodes.empty()) continue;
-        if (!sched::user_may_use(res, user ? user : "root")) continue;
-        if (!facts.reservation.empty() && res.name != facts.reservation) continue;
-        if (facts.reservation.empty()) facts.reservation = res.name;
-        if (facts.drill_node.empty()) facts.drill_node = res.nodes.front();
-        notes.push_back(fmt::format("drill target from Slurm: node {} in reservation {} (REPLACE_DOWN: its spares "
-                                    "replace a drained node)",
-                                    facts.drill_node, facts.reservation));
-      }
+      campaign::note_trial_nodes(facts, *list, user ? user : "root");
+      sched::drop_reserved_nodes(facts.idle, *list);
+      for (auto& n : campaign::note_drill_target(facts, *list, user ? user : "root")) notes.push_back(std::move(n));
     }
   }
   return facts;
@@ -402,32 +334,12 @@ int resume_campaign(const CampaignFlags& f) {
   c->interrupted = false;
   c->finished_at.clear();
   // What did not finish runs again; score and report describe the whole run, so they always do.
-  std::vector<bool> finished;
-  for (auto& st : c->stages) {
-    if (st.status != Status::skipped && (st.status != Status::done || st.decision.in_process)) {
-      // A sweep interrupted part-way keeps the steps it finished (cmax nccl sweep --resume).
-      if (st.decision.kind == campaign::Kind::nccl && st.status == Status::interrupted &&
-          std::find(st.decision.argv.begin(), st.decision.argv.end(), "--resume") == st.decision.argv.end())
-        st.decision.argv.push_back("--resume");
-      st.status = Status::pending;
-    }
-    finished.push_back(st.status == Status::done);
-  }
+  const std::vector<bool> finished = campaign::reopen_stages(*c);
   if (!f.budget.empty()) {
     // A new --budget is the budget of what is left: the stages still to run are fitted into it again.
     auto budget = parse_budget(f.budget);
     if (!budget) return environment_error(fmt::format("--budget {}: use seconds or a duration like 90m, 2h, 1h30m", f.budget));
-    c->facts.budget_s = budget;
-    std::vector<campaign::Decision> ds;
-    for (const auto& st : c->stages) ds.push_back(st.decision);
-    campaign::fit_budget(ds, budget, &finished);
-    for (std::size_t i = 0; i < ds.size(); ++i) {
-      auto& st = c->stages[i];
-      const bool revived = ds[i].run && !st.decision.run;
-      st.decision = std::move(ds[i]);
-      if (revived) st.status = Status::pending;
-      if (!st.decision.run && st.status == Status::pending) st.status = Status::skipped;
-    }
+    campaign::refit_stages(*c, *budget, finished);
   }
   fmt::print(stderr, "cmax run --resume {}: plan {}; ", f.resume, c->plan_name);
   std::vector<std::string> todo;

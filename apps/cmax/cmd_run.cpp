@@ -4,11 +4,8 @@
 // each other, and writes one run directory. Prints a per-node table and the scorecard grouped by
 // the ten ClusterMAX categories.
 
-#include <unistd.h>
-
 #include <cstdlib>
 #include <filesystem>
-#include <mutex>
 
 #include <fmt/format.h>
 
@@ -16,6 +13,8 @@
 #include "apps/cmax/campaign_cmd.h"
 #include "apps/cmax/command.h"
 #include "apps/cmax/report_page.h"
+#include "apps/cmax/run_render.h"
+#include "campaign/harness.h"
 #include "cluster/kube_fanout.h"
 #include "cluster/kube_view.h"
 #include "cluster/merge.h"
@@ -60,56 +59,18 @@ struct RunState {
   CampaignFlags campaign;
 };
 
-void progress(std::string_view line) {
-  // A progress line only for a person watching; quiet when stderr is a pipe or file.
-  if (::isatty(STDERR_FILENO) == 1) fmt::print(stderr, "\r\033[K{}", line);
-}
-
-// Counts the nodes as they settle and shows the last one on the progress line (fan-outs call it
-// from their own threads).
-class NodeProgress {
- public:
-  cluster::NodeCallback callback() {
-    return [this](const cluster::NodeOutput& n) {
-      std::lock_guard lock(mu_);
-      ++heard_;
-      progress(fmt::format("cmax run: {} node(s) settled; last {} {} ({:.1f} s)", heard_, n.node,
-                           cluster::to_string(n.status), n.seconds));
-    };
-  }
-
- private:
-  std::mutex mu_;
-  std::size_t heard_ = 0;
-};
-
-// Which fan-out: the flag when given; else Slurm inside an allocation or where a slurm.conf and
-// sinfo are present; else this machine alone, saying what was missing. Kubernetes only when asked
-// for. A SLURM_CONF (or --slurm-conf) that names a missing file is an error, not a reason to fall
-// back: the user meant a cluster.
+// Which fan-out: the flag when given; else what campaign::pick_harness finds on this host.
+// Kubernetes only when asked for.
 Result<std::string> choose_harness(const RunState& s, std::string* why) {
   if (s.flags.harness != "auto") {
     *why = "--harness " + s.flags.harness;
     return s.flags.harness;
   }
-  auto named = sched::effective_slurm_conf(s.slurm_conf);
-  if (!named) return Unexpected<Error>{named.error()};
-  if (const char* job = std::getenv("SLURM_JOB_ID"); job && *job) {
-    *why = fmt::format("inside Slurm allocation {}", job);
-    return std::string("slurm");
-  }
-  const std::string conf = named->empty() ? "/etc/slurm/slurm.conf" : *named;
-  std::vector<std::string> missing;
-  if (!core::find_program("sinfo")) missing.push_back("sinfo is not on PATH");
-  if (!core::find_program("srun")) missing.push_back("srun is not on PATH");
-  if (::access(conf.c_str(), R_OK) != 0)
-    missing.push_back(fmt::format("{} is not readable{}", conf, named->empty() ? " (and SLURM_CONF is not set)" : ""));
-  if (missing.empty()) {
-    *why = fmt::format("sinfo and srun on PATH and {} readable", conf);
-    return std::string("slurm");
-  }
-  *why = fmt::format("no Slurm cluster found: {}", fmt::join(missing, ", "));
-  return std::string("standalone");
+  auto signs = campaign::read_harness_signs(s.slurm_conf);
+  if (!signs) return Unexpected<Error>{signs.error()};
+  auto pick = campaign::pick_harness(*signs);
+  *why = std::move(pick.why);
+  return std::move(pick.harness);
 }
 
 // The tenant-isolation stage of a standalone run: the host-side checks (local reads only), and
@@ -149,14 +110,14 @@ int run_standalone(const RunState& s, const std::string& dir, const std::string&
   // The auto harness says why it stayed on this machine: a user who meant a cluster sees it.
   if (s.flags.harness == "auto") fmt::print(stderr, "cmax run: auditing this machine only ({}; --harness slurm|kubernetes to choose)\n", why);
   const int stages = s.no_isolation ? 1 : 2;
-  progress(fmt::format("cmax run [1/{}] audit: collecting facts and judging checks...", stages));
+  run_progress(fmt::format("cmax run [1/{}] audit: collecting facts and judging checks...", stages));
   auto report = audit::run_audit(*options);
-  progress("");
+  run_progress("");
   if (!report) return environment_error(report.error().message);
   if (!s.no_isolation) {
-    progress("cmax run [2/2] isolation: host-side checks...");
+    run_progress("cmax run [2/2] isolation: host-side checks...");
     auto added = add_isolation(s, *options, *report);
-    progress("");
+    run_progress("");
     if (!added) return environment_error(added.error().message);
   }
   int code = audit::exit_code_for(report->findings);
@@ -244,17 +205,13 @@ int run_slurm(const RunState& s, const std::string& dir, const std::string& why)
   const auto t0 = std::chrono::steady_clock::now();
   std::string started = core::format_utc(clock.now());
   NodeProgress on_node;
-  progress(fmt::format("cmax run: Slurm ({}): asking every node through srun...", why));
+  run_progress(fmt::format("cmax run: Slurm ({}): asking every node through srun...", why));
   auto fanned = cluster::slurm_fanout(fo, on_node.callback());
-  progress("");
+  run_progress("");
   if (!fanned) return environment_error(fanned.error().message);
 
   if (s.dry_run) {
-    fmt::print("cmax run --dry-run: harness slurm ({})\n", why);
-    fmt::print("nodes to ask ({}): {}\n", fanned->plan.nodes.size(), fmt::join(fanned->plan.nodes, " "));
-    for (const auto& sk : fanned->plan.skipped) fmt::print("not asked: {}: {}\n", sk.node, sk.detail);
-    for (const auto& note : fanned->plan.notes) fmt::print("note: {}\n", note);
-    for (const auto& g : fanned->plan.groups) fmt::print("would run: {}\n", core::describe_argv(g.argv));
+    print_slurm_dry_run(fanned->plan, why);
     return 0;
   }
 
@@ -314,9 +271,9 @@ int run_kubernetes(const RunState& s, const std::string& dir, const std::string&
   const auto t0 = std::chrono::steady_clock::now();
   std::string started = core::format_utc(clock.now());
   NodeProgress on_node;
-  progress(fmt::format("cmax run: Kubernetes ({}): one collect pod per node...", why));
+  run_progress(fmt::format("cmax run: Kubernetes ({}): one collect pod per node...", why));
   auto fanned = cluster::kube_fanout(ko, on_node.callback());
-  progress("");
+  run_progress("");
   if (!fanned) return environment_error(fanned.error().message);
   if (s.dry_run) return 0;
   // What the API says about the cluster as a whole: topology, dcgm-exporter, who holds nodes/proxy.

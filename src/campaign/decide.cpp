@@ -56,225 +56,262 @@ void skip(Decision& d, std::string reason, std::string todo) {
   d.todo = std::move(todo);
 }
 
+// d.argv = {cmax, words...}.
+void set_command(Decision& d, const Facts& f, std::initializer_list<std::string> words) {
+  d.argv.assign(words);
+  d.argv.insert(d.argv.begin(), f.cmax);
+}
+
+bool on_cluster(const Facts& f) { return f.harness == "slurm" || f.harness == "kubernetes"; }
+
+void decide_audit(Decision& d, const Facts& f) {
+  const bool cluster = on_cluster(f);
+  set_command(d, f, {"run", "--stage", "audit", "--out", f.out, "--overwrite"});
+  d.argv.insert(d.argv.end(), f.audit_args.begin(), f.audit_args.end());
+  d.targets = cluster ? node_list(f.nodes) : "this machine";
+  d.reason = cluster ? "the audit on every node and the comparison between them" : "the audit of this machine";
+  d.documents = {"results.json"};
+  if (cluster) d.documents.push_back("cluster.json");
+}
+
+void decide_isolation(Decision& d, const Facts& f) {
+  set_command(d, f, {"audit", "isolation", "--out", f.out});
+  // Nothing is probed that the user did not name: the metadata address only when asked.
+  if (!f.isolation_metadata) d.argv.push_back("--no-metadata");
+  for (const auto& scope : f.isolation_scopes) d.argv.insert(d.argv.end(), {"--scope", scope});
+  d.targets = "this machine, as a tenant";
+  d.reason = "what a tenant can reach and do from here (host checks; the Kubernetes API when configured)";
+  d.documents = {"isolation.json"};
+}
+
+void decide_scan(Decision& d, const Facts& f) {
+  set_command(d, f, {"scan", "--out", f.out});
+  d.targets = "this machine's kernel log";
+  d.reason = "the kernel log's incidents (cluster runs also scan every node in the audit)";
+  d.documents = {"scan.json"};
+}
+
+// Slurm: `cmax check --submit` on the trial's nodes and the idle spares; false when none is idle.
+bool active_on_slurm(Decision& d, const StageSpec& s, const Facts& f) {
+  if (f.idle.empty() && f.trial_nodes.empty()) {
+    skip(d, "no node is idle now, in your reservations or outside them: active checks run only on idle nodes",
+         "run again when nodes are idle (or `cmax check --submit --wait --out DIR` later)");
+    return false;
+  }
+  set_command(d, f, {"check", "--submit", "--wait", "--out", f.out, "--output-dir", f.out + "/active",
+                     "--wait-timeout-s", std::to_string(s.budget_s)});
+  if (!f.partition.empty()) d.argv.insert(d.argv.end(), {"--partition", f.partition});
+  for (const auto& r : f.trial_reservations) d.argv.insert(d.argv.end(), {"--reservation", r});
+  if (f.idle.empty()) d.argv.push_back("--no-free-nodes");
+  std::vector<std::string> where;
+  if (!f.trial_nodes.empty())
+    where.push_back(fmt::format("the trial's nodes {} (reservation {})", node_list(f.trial_nodes),
+                                fmt::join(f.trial_reservations, ", ")));
+  if (!f.idle.empty()) where.push_back(fmt::format("idle spares {}", node_list(f.idle)));
+  d.targets = fmt::format("{}", fmt::join(where, " and "));
+  return true;
+}
+
+void decide_active(Decision& d, const StageSpec& s, const Facts& f, const std::vector<std::string>& extra) {
+  if (f.harness == "slurm") {
+    if (!active_on_slurm(d, s, f)) return;
+  } else if (f.harness == "kubernetes") {
+    skip(d, "active checks are submitted through Slurm; on Kubernetes run them in a pod per node",
+         "`cmax check --active --path DIR --out DIR` inside a pod on each GPU node");
+    return;
+  } else {
+    set_command(d, f, {"check", "--active", "--out", f.out});
+    d.targets = "this machine";
+  }
+  // Storage is tested where a rater would: the run directory's filesystem, which every node
+  // writes its results to (so it is the shared one), unless --storage-path names another.
+  const std::string path = !f.storage_path.empty() ? f.storage_path : f.out + "/active";
+  if (!arg_value(extra, {"--path"}).empty()) {
+    d.reason = "storage, memory, CPU and GPU checks under load (storage: the plan's --path)";
+  } else {
+    d.argv.insert(d.argv.end(), {"--path", path});
+    d.reason = fmt::format("storage ({}{}), memory, CPU and GPU checks under load", path,
+                           f.storage_path.empty() ? ": the run directory's filesystem; --storage-path DIR for another"
+                                                  : "");
+  }
+  d.documents = {"check-active.json"};
+}
+
+// Where the sweep's ranks run on Slurm: the trial's own nodes (inside its reservation), else the
+// free idle nodes; false (the stage skipped) when there are neither.
+bool nccl_slurm_hosts(Decision& d, const Facts& f, std::vector<std::string>& hosts, std::string& where) {
+  if (!f.trial_nccl_nodes.empty()) {
+    hosts = f.trial_nccl_nodes;
+    where = fmt::format("the trial's nodes {} (reservation {})", node_list(hosts), f.trial_reservations.front());
+  } else if (!f.idle.empty()) {
+    hosts = f.idle;
+    where = fmt::format("idle nodes {}", node_list(hosts));
+  } else {
+    skip(d, "no node is idle for the sweep, in a reservation of yours or outside every reservation",
+         "run again when nodes are idle, or ask the provider for a reservation your user may use");
+    return false;
+  }
+  return true;
+}
+
+// The launcher and its hosts: the plan's own launcher as given, srun on Slurm, mpirun standalone.
+void nccl_launcher(Decision& d, const Facts& f, const std::vector<std::string>& extra,
+                   const std::vector<std::string>& hosts, std::size_t most, std::string& where) {
+  const std::string launcher = arg_value(extra, {"--launcher"});
+  if (!launcher.empty() && launcher != "srun") {
+    // The plan chose its launcher (mpirun with its own hosts, say): as given, placed by it.
+    where = fmt::format("the hosts the plan's --launcher {} arguments name (this machine unless --host)", launcher);
+  } else if (f.harness == "slurm") {
+    if (launcher.empty()) d.argv.insert(d.argv.end(), {"--launcher", "srun"});
+    if (!f.trial_nccl_nodes.empty()) d.argv.insert(d.argv.end(), {"--reservation", f.trial_reservations.front()});
+    for (std::size_t i = 0; i < std::min(most, hosts.size()); ++i) d.argv.insert(d.argv.end(), {"--host", hosts[i]});
+  } else {
+    d.argv.insert(d.argv.end(), {"--launcher", "mpirun"});
+    where = "this machine";
+  }
+}
+
+// What the sweep runs on, for the plan to say; adds cmax-collbench's CPU-fabric defaults.
+std::string nccl_fabric(Decision& d, const Facts& f, const std::vector<std::string>& extra) {
+  if (!f.nccl_tests_dir.empty()) return "nccl-tests";
+  // A CPU fabric says whether the pipeline and the launcher work, not what a GPU fabric does:
+  // small sizes and 2 ranks a node unless the plan says otherwise.
+  if (arg_value(extra, {"-e", "--max-bytes"}).empty()) d.argv.insert(d.argv.end(), {"--max-bytes", "64M"});
+  if (arg_value(extra, {"--ranks-per-node"}).empty()) d.argv.insert(d.argv.end(), {"--ranks-per-node", "2"});
+  std::vector<std::string> all = d.argv;
+  all.insert(all.end(), extra.begin(), extra.end());
+  return fmt::format("cmax-collbench over MPI (CPU fabric: to {}, {} ranks a node)",
+                     arg_value(all, {"-e", "--max-bytes"}), arg_value(all, {"--ranks-per-node"}));
+}
+
+void decide_nccl(Decision& d, const Facts& f, std::vector<std::string>& extra) {
+  if (f.nccl_tests_dir.empty() && f.collbench.empty()) {
+    skip(d, "neither nccl-tests (all_reduce_perf) nor cmax-collbench with mpirun is installed",
+         "pass --nccl-tests DIR (nccl-tests' build directory), or install Open MPI so cmax-collbench runs "
+         "(scripts/setup-deps)");
+    return;
+  }
+  if (f.harness == "kubernetes") {
+    skip(d, "an NCCL sweep on Kubernetes runs in pods on the GPU nodes, which cmax run does not start",
+         "run nccl-tests from an MPIJob (MPI Operator) across the GPU nodes, then `cmax nccl analyze LOGS --out DIR`");
+    return;
+  }
+  // Where the ranks run: on Slurm through srun, standalone this machine, through mpirun.
+  std::vector<std::string> hosts;
+  std::string where;
+  if (f.harness == "slurm" && !nccl_slurm_hosts(d, f, hosts, where)) return;
+  set_command(d, f, {"nccl", "sweep", "--out", f.out});
+  if (!f.nccl_tests_dir.empty())
+    d.argv.insert(d.argv.end(), {"--tests-dir", f.nccl_tests_dir});
+  else
+    d.argv.insert(d.argv.end(), {"--collbench", f.collbench});
+  const std::size_t reach = f.harness == "slurm" ? hosts.size() : 1;
+  // The sweep's own default when the plan names none (cmax nccl sweep --node-counts), made
+  // explicit so that it is fitted to the nodes like a plan's own.
+  if (arg_value(extra, {"--node-counts"}).empty()) extra.insert(extra.end(), {"--node-counts", "1,2,4,8"});
+  const auto dropped = fit_node_counts(extra, reach);
+  const std::string counts = arg_value(extra, {"--node-counts"});
+  std::size_t most = 1;
+  for (auto c : core::split_any(counts, ","))
+    if (auto n = core::parse_uint(c)) most = std::max<std::size_t>(most, *n);
+  nccl_launcher(d, f, extra, hosts, most, where);
+  const std::string fabric = nccl_fabric(d, f, extra);
+  d.targets = fmt::format("{} on {}, node counts {}", fabric, where, counts);
+  d.reason = "collectives over message sizes and node counts; the curve judged per run";
+  if (!dropped.empty())
+    d.reason += fmt::format("; node count{} {} dropped: {} {} reachable", dropped.size() == 1 ? "" : "s",
+                            fmt::join(dropped, ", "), reach, reach == 1 ? "node is" : "nodes are");
+  if (most <= 1)
+    d.reason += f.harness == "slurm" ? "; one node only: this measures within a node, not the fabric between nodes"
+                                     : "; this machine only: within one node, not the fabric between nodes";
+  d.documents = {"nccl.json"};
+}
+
+void decide_drill(Decision& d, const Facts& f) {
+  d.disruptive = true;
+  if (!on_cluster(f)) {
+    skip(d, "a fault drill needs a scheduler to drain and replace the node (no Slurm or Kubernetes here)", "");
+    return;
+  }
+  // On Slurm the spares are named too (a reservation or a partition the replacement joins); on
+  // Kubernetes the drill watches the workload's pods move, so the node is the whole target.
+  const bool no_spares = f.harness == "slurm" && f.reservation.empty() && f.partition.empty();
+  if (!f.allow_disruptive || f.drill_node.empty() || no_spares) {
+    std::vector<std::string> missing;
+    if (!f.allow_disruptive) missing.push_back("--allow-disruptive");
+    if (f.drill_node.empty()) missing.push_back("--drill-node NODE");
+    if (no_spares) missing.push_back("--drill-reservation NAME (its spares replace the node)");
+    skip(d, "disruptive: it injects a GPU fault and drains a node, so it runs only when asked with a named target",
+         fmt::format("add {}", fmt::join(missing, " ")));
+    return;
+  }
+  set_command(d, f, {"drill", "run", "--nodes", f.drill_node, "--yes", "--out", f.out});
+  d.cleanup_argv = {f.cmax, "drill", "cleanup", "--run", f.out, "--yes"};
+  if (f.harness == "kubernetes") d.argv.insert(d.argv.end(), {"--scheduler", "kubernetes"});
+  if (!f.reservation.empty()) d.argv.insert(d.argv.end(), {"--reservation", f.reservation});
+  else if (!f.partition.empty()) d.argv.insert(d.argv.end(), {"--partition", f.partition});
+  d.targets = f.reservation.empty() && f.partition.empty()
+                  ? f.drill_node
+                  : fmt::format("{} (spares: {})", f.drill_node, f.reservation.empty() ? f.partition : f.reservation);
+  d.reason = "detection, drain and replacement of a node with an injected fault, then cleanup";
+  d.documents = {"drill.json"};
+}
+
+void decide_endpoint(Decision& d, const Facts& f) {
+  if (f.endpoint.empty()) {
+    skip(d, "no inference endpoint named", "pass --endpoint URL (an OpenAI-compatible base URL ending in /v1)");
+    return;
+  }
+  set_command(d, f, {"endpoint", "bench"});
+  if (!f.endpoint_trace.empty()) d.argv.push_back(f.endpoint_trace);
+  d.argv.insert(d.argv.end(), {"--base-url", f.endpoint, "--out", f.out});
+  if (!f.prices.empty()) d.argv.insert(d.argv.end(), {"--prices", f.prices});
+  d.targets = f.endpoint;
+  d.reason = "latency, throughput, prefix-cache hit rate and the bill";
+  d.documents = {"bench.json"};
+}
+
+void decide_sla(Decision& d, const Facts& f) {
+  if (f.contract.empty() || f.events.empty()) {
+    skip(d, "no SLA contract or no node events given",
+         "pass --contract FILE (cmax.sla-contract/1) and --cmaxd-db FILE (cmaxd's event database; docs/sla.md)");
+    return;
+  }
+  set_command(d, f, {"sla", "--contract", f.contract, "--cmaxd-db", f.events, "--out", f.out});
+  d.targets = f.contract;
+  d.reason = "availability per month against the contract, drills excluded";
+  d.documents = {"sla.json"};
+}
+
+// score and report run inside cmax run on the run directory.
+void decide_in_process(Decision& d, std::string reason, std::string document) {
+  d.in_process = true;
+  d.targets = "this run directory";
+  d.reason = std::move(reason);
+  d.documents = {std::move(document)};
+}
+
 Decision decide_one(const StageSpec& s, const Facts& f) {
   Decision d;
   d.id = s.id;
   d.kind = s.kind;
   d.budget_s = s.budget_s;
   d.run = true;
-  const bool cluster = f.harness == "slurm" || f.harness == "kubernetes";
   std::vector<std::string> extra = s.args;
-  auto cmd = [&](std::initializer_list<std::string> words) {
-    d.argv.assign(words);
-    d.argv.insert(d.argv.begin(), f.cmax);
-  };
   switch (s.kind) {
-    case Kind::audit:
-      cmd({"run", "--stage", "audit", "--out", f.out, "--overwrite"});
-      d.argv.insert(d.argv.end(), f.audit_args.begin(), f.audit_args.end());
-      d.targets = cluster ? node_list(f.nodes) : "this machine";
-      d.reason = cluster ? "the audit on every node and the comparison between them" : "the audit of this machine";
-      d.documents = {"results.json"};
-      if (cluster) d.documents.push_back("cluster.json");
-      break;
-    case Kind::isolation:
-      cmd({"audit", "isolation", "--out", f.out});
-      // Nothing is probed that the user did not name: the metadata address only when asked.
-      if (!f.isolation_metadata) d.argv.push_back("--no-metadata");
-      for (const auto& scope : f.isolation_scopes) d.argv.insert(d.argv.end(), {"--scope", scope});
-      d.targets = "this machine, as a tenant";
-      d.reason = "what a tenant can reach and do from here (host checks; the Kubernetes API when configured)";
-      d.documents = {"isolation.json"};
-      break;
-    case Kind::scan:
-      cmd({"scan", "--out", f.out});
-      d.targets = "this machine's kernel log";
-      d.reason = "the kernel log's incidents (cluster runs also scan every node in the audit)";
-      d.documents = {"scan.json"};
-      break;
-    case Kind::active:
-      if (f.harness == "slurm") {
-        if (f.idle.empty() && f.trial_nodes.empty()) {
-          skip(d, "no node is idle now, in your reservations or outside them: active checks run only on idle nodes",
-               "run again when nodes are idle (or `cmax check --submit --wait --out DIR` later)");
-          break;
-        }
-        cmd({"check", "--submit", "--wait", "--out", f.out, "--output-dir", f.out + "/active", "--wait-timeout-s",
-             std::to_string(s.budget_s)});
-        if (!f.partition.empty()) d.argv.insert(d.argv.end(), {"--partition", f.partition});
-        for (const auto& r : f.trial_reservations) d.argv.insert(d.argv.end(), {"--reservation", r});
-        if (f.idle.empty()) d.argv.push_back("--no-free-nodes");
-        std::vector<std::string> where;
-        if (!f.trial_nodes.empty())
-          where.push_back(fmt::format("the trial's nodes {} (reservation {})", node_list(f.trial_nodes),
-                                      fmt::join(f.trial_reservations, ", ")));
-        if (!f.idle.empty()) where.push_back(fmt::format("idle spares {}", node_list(f.idle)));
-        d.targets = fmt::format("{}", fmt::join(where, " and "));
-      } else if (f.harness == "kubernetes") {
-        skip(d, "active checks are submitted through Slurm; on Kubernetes run them in a pod per node",
-             "`cmax check --active --path DIR --out DIR` inside a pod on each GPU node");
-        break;
-      } else {
-        cmd({"check", "--active", "--out", f.out});
-        d.targets = "this machine";
-      }
-      // Storage is tested where a rater would: the run directory's filesystem, which every node
-      // writes its results to (so it is the shared one), unless --storage-path names another.
-      {
-        const std::string path = !f.storage_path.empty() ? f.storage_path : f.out + "/active";
-        if (!arg_value(extra, {"--path"}).empty()) {
-          d.reason = "storage, memory, CPU and GPU checks under load (storage: the plan's --path)";
-        } else {
-          d.argv.insert(d.argv.end(), {"--path", path});
-          d.reason = fmt::format("storage ({}{}), memory, CPU and GPU checks under load", path,
-                                 f.storage_path.empty() ? ": the run directory's filesystem; --storage-path DIR for another"
-                                                        : "");
-        }
-      }
-      d.documents = {"check-active.json"};
-      break;
-    case Kind::nccl: {
-      if (f.nccl_tests_dir.empty() && f.collbench.empty()) {
-        skip(d, "neither nccl-tests (all_reduce_perf) nor cmax-collbench with mpirun is installed",
-             "pass --nccl-tests DIR (nccl-tests' build directory), or install Open MPI so cmax-collbench runs "
-             "(scripts/setup-deps)");
-        break;
-      }
-      if (f.harness == "kubernetes") {
-        skip(d, "an NCCL sweep on Kubernetes runs in pods on the GPU nodes, which cmax run does not start",
-             "run nccl-tests from an MPIJob (MPI Operator) across the GPU nodes, then `cmax nccl analyze LOGS --out DIR`");
-        break;
-      }
-      // Where the ranks run: on Slurm the trial's own nodes (inside its reservation), else the free
-      // idle nodes, through srun; standalone this machine, through mpirun.
-      std::vector<std::string> hosts;
-      std::string where;
-      if (f.harness == "slurm") {
-        if (!f.trial_nccl_nodes.empty()) {
-          hosts = f.trial_nccl_nodes;
-          where = fmt::format("the trial's nodes {} (reservation {})", node_list(hosts), f.trial_reservations.front());
-        } else if (!f.idle.empty()) {
-          hosts = f.idle;
-          where = fmt::format("idle nodes {}", node_list(hosts));
-        } else {
-          skip(d, "no node is idle for the sweep, in a reservation of yours or outside every reservation",
-               "run again when nodes are idle, or ask the provider for a reservation your user may use");
-          break;
-        }
-      }
-      cmd({"nccl", "sweep", "--out", f.out});
-      if (!f.nccl_tests_dir.empty())
-        d.argv.insert(d.argv.end(), {"--tests-dir", f.nccl_tests_dir});
-      else
-        d.argv.insert(d.argv.end(), {"--collbench", f.collbench});
-      const std::size_t reach = f.harness == "slurm" ? hosts.size() : 1;
-      // The sweep's own default when the plan names none (cmax nccl sweep --node-counts), made
-      // explicit so that it is fitted to the nodes like a plan's own.
-      if (arg_value(extra, {"--node-counts"}).empty()) extra.insert(extra.end(), {"--node-counts", "1,2,4,8"});
-      const auto dropped = fit_node_counts(extra, reach);
-      const std::string counts = arg_value(extra, {"--node-counts"});
-      std::size_t most = 1;
-      for (auto c : core::split_any(counts, ","))
-        if (auto n = core::parse_uint(c)) most = std::max<std::size_t>(most, *n);
-      const std::string launcher = arg_value(extra, {"--launcher"});
-      if (!launcher.empty() && launcher != "srun") {
-        // The plan chose its launcher (mpirun with its own hosts, say): as given, placed by it.
-        where = fmt::format("the hosts the plan's --launcher {} arguments name (this machine unless --host)", launcher);
-      } else if (f.harness == "slurm") {
-        if (launcher.empty()) d.argv.insert(d.argv.end(), {"--launcher", "srun"});
-        if (!f.trial_nccl_nodes.empty()) d.argv.insert(d.argv.end(), {"--reservation", f.trial_reservations.front()});
-        for (std::size_t i = 0; i < std::min(most, hosts.size()); ++i) d.argv.insert(d.argv.end(), {"--host", hosts[i]});
-      } else {
-        d.argv.insert(d.argv.end(), {"--launcher", "mpirun"});
-        where = "this machine";
-      }
-      std::string fabric = "nccl-tests";
-      if (f.nccl_tests_dir.empty()) {
-        // A CPU fabric says whether the pipeline and the launcher work, not what a GPU fabric does:
-        // small sizes and 2 ranks a node unless the plan says otherwise.
-        if (arg_value(extra, {"-e", "--max-bytes"}).empty()) d.argv.insert(d.argv.end(), {"--max-bytes", "64M"});
-        if (arg_value(extra, {"--ranks-per-node"}).empty()) d.argv.insert(d.argv.end(), {"--ranks-per-node", "2"});
-        std::vector<std::string> all = d.argv;
-        all.insert(all.end(), extra.begin(), extra.end());
-        fabric = fmt::format("cmax-collbench over MPI (CPU fabric: to {}, {} ranks a node)",
-                             arg_value(all, {"-e", "--max-bytes"}), arg_value(all, {"--ranks-per-node"}));
-      }
-      d.targets = fmt::format("{} on {}, node counts {}", fabric, where, counts);
-      d.reason = "collectives over message sizes and node counts; the curve judged per run";
-      if (!dropped.empty())
-        d.reason += fmt::format("; node count{} {} dropped: {} {} reachable", dropped.size() == 1 ? "" : "s",
-                                fmt::join(dropped, ", "), reach, reach == 1 ? "node is" : "nodes are");
-      if (most <= 1)
-        d.reason += f.harness == "slurm" ? "; one node only: this measures within a node, not the fabric between nodes"
-                                         : "; this machine only: within one node, not the fabric between nodes";
-      d.documents = {"nccl.json"};
-      break;
-    }
-    case Kind::drill:
-      d.disruptive = true;
-      if (!cluster) {
-        skip(d, "a fault drill needs a scheduler to drain and replace the node (no Slurm or Kubernetes here)", "");
-        break;
-      }
-      // On Slurm the spares are named too (a reservation or a partition the replacement joins); on
-      // Kubernetes the drill watches the workload's pods move, so the node is the whole target.
-      if (!f.allow_disruptive || f.drill_node.empty() ||
-          (f.harness == "slurm" && f.reservation.empty() && f.partition.empty())) {
-        std::vector<std::string> missing;
-        if (!f.allow_disruptive) missing.push_back("--allow-disruptive");
-        if (f.drill_node.empty()) missing.push_back("--drill-node NODE");
-        if (f.harness == "slurm" && f.reservation.empty() && f.partition.empty())
-          missing.push_back("--drill-reservation NAME (its spares replace the node)");
-        skip(d, "disruptive: it injects a GPU fault and drains a node, so it runs only when asked with a named target",
-             fmt::format("add {}", fmt::join(missing, " ")));
-        break;
-      }
-      cmd({"drill", "run", "--nodes", f.drill_node, "--yes", "--out", f.out});
-      d.cleanup_argv = {f.cmax, "drill", "cleanup", "--run", f.out, "--yes"};
-      if (f.harness == "kubernetes") d.argv.insert(d.argv.end(), {"--scheduler", "kubernetes"});
-      if (!f.reservation.empty()) d.argv.insert(d.argv.end(), {"--reservation", f.reservation});
-      else if (!f.partition.empty()) d.argv.insert(d.argv.end(), {"--partition", f.partition});
-      d.targets = f.reservation.empty() && f.partition.empty()
-                      ? f.drill_node
-                      : fmt::format("{} (spares: {})", f.drill_node, f.reservation.empty() ? f.partition : f.reservation);
-      d.reason = "detection, drain and replacement of a node with an injected fault, then cleanup";
-      d.documents = {"drill.json"};
-      break;
-    case Kind::endpoint:
-      if (f.endpoint.empty()) {
-        skip(d, "no inference endpoint named", "pass --endpoint URL (an OpenAI-compatible base URL ending in /v1)");
-        break;
-      }
-      cmd({"endpoint", "bench"});
-      if (!f.endpoint_trace.empty()) d.argv.push_back(f.endpoint_trace);
-      d.argv.insert(d.argv.end(), {"--base-url", f.endpoint, "--out", f.out});
-      if (!f.prices.empty()) d.argv.insert(d.argv.end(), {"--prices", f.prices});
-      d.targets = f.endpoint;
-      d.reason = "latency, throughput, prefix-cache hit rate and the bill";
-      d.documents = {"bench.json"};
-      break;
-    case Kind::sla:
-      if (f.contract.empty() || f.events.empty()) {
-        skip(d, "no SLA contract or no node events given",
-             "pass --contract FILE (cmax.sla-contract/1) and --cmaxd-db FILE (cmaxd's event database; docs/sla.md)");
-        break;
-      }
-      cmd({"sla", "--contract", f.contract, "--cmaxd-db", f.events, "--out", f.out});
-      d.targets = f.contract;
-      d.reason = "availability per month against the contract, drills excluded";
-      d.documents = {"sla.json"};
-      break;
+    case Kind::audit: decide_audit(d, f); break;
+    case Kind::isolation: decide_isolation(d, f); break;
+    case Kind::scan: decide_scan(d, f); break;
+    case Kind::active: decide_active(d, s, f, extra); break;
+    case Kind::nccl: decide_nccl(d, f, extra); break;
+    case Kind::drill: decide_drill(d, f); break;
+    case Kind::endpoint: decide_endpoint(d, f); break;
+    case Kind::sla: decide_sla(d, f); break;
     case Kind::score:
-      d.in_process = true;
-      d.targets = "this run directory";
-      d.reason = "the ten ClusterMAX categories by the published rubric";
-      d.documents = {"score.json"};
+      decide_in_process(d, "the ten ClusterMAX categories by the published rubric", "score.json");
       break;
     case Kind::report:
-      d.in_process = true;
-      d.targets = "this run directory";
-      d.reason = "report.html: every stage, the ones that did not run and why";
-      d.documents = {"report.html"};
+      decide_in_process(d, "report.html: every stage, the ones that did not run and why", "report.html");
       break;
   }
   if (d.run && !d.in_process) d.argv.insert(d.argv.end(), extra.begin(), extra.end());

@@ -47,22 +47,7 @@ class QuotedNames {
   std::vector<std::string> quoted_;
 };
 
-}  // namespace
-
-// Written straight into one string (tens of MB for a large cluster), not through a JSON tree.
-std::string render_json(const SlaReport& rep, const Contract& c, const Window& w,
-                        const InputInfo& in) {
-  std::size_t listed = 0;
-  for (const MonthReport& m : rep.months) listed += m.listed.size();
-  std::string out;
-  out.reserve(16384 + 600 * listed + 256 * rep.cancellations.size());
-  advise_huge_pages(out.data(), out.capacity());
-  JsonOut j(out);
-  QuotedNames names(rep.entity_names);
-  j.begin_object();
-  j.key("schema");
-  j.value("cmax.sla/1");
-
+void write_contract(JsonOut& j, const Contract& c) {
   j.key("contract");
   j.begin_object();
   j.key("name");
@@ -91,7 +76,10 @@ std::string render_json(const SlaReport& rep, const Contract& c, const Window& w
   j.key("currency");
   j.value(c.currency);
   j.end_object();
+}
 
+void write_window(JsonOut& j, const SlaReport& rep, const Contract& c, const Window& w,
+                  const InputInfo& in) {
   j.key("window");
   j.begin_object();
   j.key("from");
@@ -108,39 +96,45 @@ std::string render_json(const SlaReport& rep, const Contract& c, const Window& w
   else
     j.value(c.zone.format_local(rep.as_of_s));
   j.end_object();
+}
 
-  // Fault drills: taken out on purpose, so neither downtime nor time owed.
+void write_drill(JsonOut& j, const Contract& c, const DrillWindow& d, bool excluded) {
+  j.begin_object();
+  j.key("node");
+  j.value(d.node);
+  j.key("drill");
+  j.value(d.drill);
+  j.key("source");
+  j.value(d.source);
+  j.key("start");
+  j.value(c.zone.format_local(d.start_s));
+  j.key("end");
+  if (d.end_s == kOpenEnd)
+    j.null();
+  else
+    j.value(c.zone.format_local(d.end_s));
+  // The drill's own end (cleanup's resume) when "end" was moved on to the resume the events show.
+  j.key("drill_end");
+  if (d.marker_end_s == kOpenEnd)
+    j.null();
+  else
+    j.value(c.zone.format_local(d.marker_end_s));
+  j.key("excluded");
+  j.value(excluded);
+  j.end_object();
+}
+
+// Fault drills: taken out on purpose, so neither downtime nor time owed.
+void write_drills(JsonOut& j, const Contract& c, const InputInfo& in) {
   j.key("drills");
   j.begin_array();
-  for (const auto* list : {&in.drills, &in.drills_elsewhere}) {
-    for (const DrillWindow& d : *list) {
-      j.begin_object();
-      j.key("node");
-      j.value(d.node);
-      j.key("drill");
-      j.value(d.drill);
-      j.key("source");
-      j.value(d.source);
-      j.key("start");
-      j.value(c.zone.format_local(d.start_s));
-      j.key("end");
-      if (d.end_s == kOpenEnd)
-        j.null();
-      else
-        j.value(c.zone.format_local(d.end_s));
-      // The drill's own end (cleanup's resume) when "end" was moved on to the resume the events show.
-      j.key("drill_end");
-      if (d.marker_end_s == kOpenEnd)
-        j.null();
-      else
-        j.value(c.zone.format_local(d.marker_end_s));
-      j.key("excluded");
-      j.value(list == &in.drills);
-      j.end_object();
-    }
-  }
+  for (const auto* list : {&in.drills, &in.drills_elsewhere})
+    for (const DrillWindow& d : *list) write_drill(j, c, d, list == &in.drills);
   j.end_array();
+}
 
+void write_input(JsonOut& j, const SlaReport& rep, const Contract& c, const Window& w,
+                 const InputInfo& in) {
   const Anomalies& a = rep.anomalies;
   j.key("input");
   j.begin_object();
@@ -171,77 +165,89 @@ std::string render_json(const SlaReport& rep, const Contract& c, const Window& w
   tally(j, "unmatched_resume", a.unmatched);
   j.end_object();
   j.end_object();
+}
 
+void write_month_totals(JsonOut& j, const MonthReport& m) {
+  j.key("totals");
+  j.begin_object();
+  j.key("entities");
+  j.value(m.entities);
+  j.key("with_downtime");
+  j.value(m.with_downtime);
+  j.key("below_target");
+  j.value(m.below_target);
+  j.key("credited");
+  j.value(m.credited);
+  j.key("gpu_hours");
+  j.value(round_to(hours(m.gpu_s), 4));
+  j.key("excluded_gpu_hours");
+  j.value(round_to(hours(m.excluded_gpu_s), 4));
+  j.key("down_gpu_hours");
+  j.value(round_to(hours(m.down_gpu_s), 4));
+  j.key("availability_percent");
+  j.value(round_to(m.availability_percent, 6));
+  j.key("fee");
+  j.value(round_to(m.fee, 2));
+  j.key("credit");
+  j.value(round_to(m.credit, 2));
+  j.end_object();
+}
+
+void write_entity_month(JsonOut& j, QuotedNames& names, const EntityMonth& e) {
+  j.begin_object();
+  j.key("name");
+  j.raw(names[e.entity]);
+  j.key("gpus");
+  j.value(e.gpus);
+  j.key("gpu_hours");
+  j.value(round_to(hours(e.gpu_s), 4));
+  j.key("excluded_gpu_hours");
+  j.value(round_to(hours(e.excluded_gpu_s), 4));
+  j.key("down_gpu_hours");
+  j.value(round_to(hours(e.down_gpu_s), 4));
+  j.key("rack_down_hours");
+  j.value(round_to(hours(e.rack_down_s), 4));
+  j.key("availability_percent");
+  j.value(round_to(e.availability_percent, 6));
+  j.key("below_target");
+  j.value(e.below_target);
+  j.key("credit_percent");
+  j.value(e.credit_percent);
+  j.key("fee");
+  j.value(round_to(e.fee, 2));
+  j.key("credit");
+  j.value(round_to(e.credit, 2));
+  j.end_object();
+}
+
+void write_month(JsonOut& j, QuotedNames& names, const Contract& c, const MonthReport& m) {
+  j.begin_object();
+  j.key("month");
+  j.value(month_name(m.month));
+  j.key("start");
+  j.value(c.zone.format_local(m.start_s));
+  j.key("end");
+  j.value(c.zone.format_local(m.end_s));
+  j.key("hours");
+  j.value(round_to(hours(m.end_s - m.start_s), 4));
+  j.key("to_date");
+  j.value(m.to_date);
+  write_month_totals(j, m);
+  j.key("entities");
+  j.begin_array();
+  for (const EntityMonth& e : m.listed) write_entity_month(j, names, e);
+  j.end_array();
+  j.end_object();
+}
+
+void write_months(JsonOut& j, QuotedNames& names, const SlaReport& rep, const Contract& c) {
   j.key("months");
   j.begin_array();
-  for (const MonthReport& m : rep.months) {
-    j.begin_object();
-    j.key("month");
-    j.value(month_name(m.month));
-    j.key("start");
-    j.value(c.zone.format_local(m.start_s));
-    j.key("end");
-    j.value(c.zone.format_local(m.end_s));
-    j.key("hours");
-    j.value(round_to(hours(m.end_s - m.start_s), 4));
-    j.key("to_date");
-    j.value(m.to_date);
-    j.key("totals");
-    j.begin_object();
-    j.key("entities");
-    j.value(m.entities);
-    j.key("with_downtime");
-    j.value(m.with_downtime);
-    j.key("below_target");
-    j.value(m.below_target);
-    j.key("credited");
-    j.value(m.credited);
-    j.key("gpu_hours");
-    j.value(round_to(hours(m.gpu_s), 4));
-    j.key("excluded_gpu_hours");
-    j.value(round_to(hours(m.excluded_gpu_s), 4));
-    j.key("down_gpu_hours");
-    j.value(round_to(hours(m.down_gpu_s), 4));
-    j.key("availability_percent");
-    j.value(round_to(m.availability_percent, 6));
-    j.key("fee");
-    j.value(round_to(m.fee, 2));
-    j.key("credit");
-    j.value(round_to(m.credit, 2));
-    j.end_object();
-    j.key("entities");
-    j.begin_array();
-    for (const EntityMonth& e : m.listed) {
-      j.begin_object();
-      j.key("name");
-      j.raw(names[e.entity]);
-      j.key("gpus");
-      j.value(e.gpus);
-      j.key("gpu_hours");
-      j.value(round_to(hours(e.gpu_s), 4));
-      j.key("excluded_gpu_hours");
-      j.value(round_to(hours(e.excluded_gpu_s), 4));
-      j.key("down_gpu_hours");
-      j.value(round_to(hours(e.down_gpu_s), 4));
-      j.key("rack_down_hours");
-      j.value(round_to(hours(e.rack_down_s), 4));
-      j.key("availability_percent");
-      j.value(round_to(e.availability_percent, 6));
-      j.key("below_target");
-      j.value(e.below_target);
-      j.key("credit_percent");
-      j.value(e.credit_percent);
-      j.key("fee");
-      j.value(round_to(e.fee, 2));
-      j.key("credit");
-      j.value(round_to(e.credit, 2));
-      j.end_object();
-    }
-    j.end_array();
-    j.end_object();
-  }
+  for (const MonthReport& m : rep.months) write_month(j, names, c, m);
   j.end_array();
+}
 
+void write_cancellations(JsonOut& j, QuotedNames& names, const SlaReport& rep) {
   j.key("cancellation_rights");
   j.begin_array();
   std::vector<std::string> month_names;
@@ -260,7 +266,9 @@ std::string render_json(const SlaReport& rep, const Contract& c, const Window& w
     j.end_object();
   }
   j.end_array();
+}
 
+void write_summary(JsonOut& j, const SlaReport& rep, const Contract& c) {
   j.key("summary");
   j.begin_object();
   j.key("credit_total");
@@ -270,6 +278,30 @@ std::string render_json(const SlaReport& rep, const Contract& c, const Window& w
   j.key("cancellation_rights");
   j.value(std::uint64_t{rep.cancellations.size()});
   j.end_object();
+}
+
+}  // namespace
+
+// Written straight into one string (tens of MB for a large cluster), not through a JSON tree.
+std::string render_json(const SlaReport& rep, const Contract& c, const Window& w,
+                        const InputInfo& in) {
+  std::size_t listed = 0;
+  for (const MonthReport& m : rep.months) listed += m.listed.size();
+  std::string out;
+  out.reserve(16384 + 600 * listed + 256 * rep.cancellations.size());
+  advise_huge_pages(out.data(), out.capacity());
+  JsonOut j(out);
+  QuotedNames names(rep.entity_names);
+  j.begin_object();
+  j.key("schema");
+  j.value("cmax.sla/1");
+  write_contract(j, c);
+  write_window(j, rep, c, w, in);
+  write_drills(j, c, in);
+  write_input(j, rep, c, w, in);
+  write_months(j, names, rep, c);
+  write_cancellations(j, names, rep);
+  write_summary(j, rep, c);
   j.end_object();
   out += '\n';
   return out;
