@@ -57,8 +57,9 @@ TEST(Topo, Rtx4090PcieOnlyAllSys) {
   ASSERT_EQ(m->gpus().size(), 8u);
   ASSERT_EQ(m->nics().size(), 2u);
   for (const auto& a : m->gpus())
-    for (const auto& b : m->gpus())
+    for (const auto& b : m->gpus()) {
       if (a != b) EXPECT_EQ(m->link(a, b)->kind, LinkKind::sys);
+    }
   EXPECT_EQ(m->link("GPU6", "NIC0")->kind, LinkKind::phb);
   EXPECT_EQ(m->link("NIC1", "NIC1")->kind, LinkKind::self);
   EXPECT_EQ(m->link("NIC0", "NIC1")->kind, LinkKind::pix);
