@@ -12,6 +12,8 @@
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
+#include "support/yaml_json.h"
+
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
@@ -58,41 +60,7 @@ std::optional<std::string> helm_unavailable() {
   return std::nullopt;
 }
 
-// A YAML scalar as Kubernetes' (and Helm's) YAML decoder types it: quoted is a string; plain
-// true/false, integers, floats and null are typed; the rest is a string.
-json scalar(const YAML::Node& n) {
-  const std::string& s = n.Scalar();
-  if (n.Tag() == "!") return s;
-  if (s == "true" || s == "True") return true;
-  if (s == "false" || s == "False") return false;
-  if (s == "null" || s == "~" || s.empty()) return nullptr;
-  char* end = nullptr;
-  errno = 0;
-  long long i = std::strtoll(s.c_str(), &end, 10);
-  if (errno == 0 && end && *end == '\0') return i;
-  double d = std::strtod(s.c_str(), &end);
-  if (end && *end == '\0' && s.find_first_of("0123456789") != std::string::npos) return d;
-  return s;
-}
-
-json to_json(const YAML::Node& n) {
-  switch (n.Type()) {
-    case YAML::NodeType::Map: {
-      json o = json::object();
-      for (const auto& kv : n) o[kv.first.Scalar()] = to_json(kv.second);
-      return o;
-    }
-    case YAML::NodeType::Sequence: {
-      json a = json::array();
-      for (const auto& v : n) a.push_back(to_json(v));
-      return a;
-    }
-    case YAML::NodeType::Scalar:
-      return scalar(n);
-    default:
-      return nullptr;
-  }
-}
+json to_json(const YAML::Node& n) { return cmax::test::yaml_to_json(n); }
 
 /// Every object of a multi-document YAML text.
 std::vector<json> objects(const std::string& text) {

@@ -16,6 +16,7 @@
 
 #include "core/process.h"
 #include "support/ports.h"
+#include "support/yaml_json.h"
 
 namespace cmax::test {
 namespace {
@@ -49,41 +50,6 @@ std::string now_rfc3339() {
   return buf;
 }
 
-// A YAML scalar as Kubernetes' YAML decoder would type it: quoted is a string; plain true/false,
-// integers, floats and null are typed; the rest is a string.
-json scalar(const YAML::Node& n) {
-  const std::string& s = n.Scalar();
-  if (n.Tag() == "!") return s;
-  if (s == "true" || s == "True") return true;
-  if (s == "false" || s == "False") return false;
-  if (s == "null" || s == "~" || s.empty()) return nullptr;
-  char* end = nullptr;
-  errno = 0;
-  long long i = std::strtoll(s.c_str(), &end, 10);
-  if (errno == 0 && end && *end == '\0') return i;
-  double d = std::strtod(s.c_str(), &end);
-  if (end && *end == '\0' && s.find_first_of("0123456789") != std::string::npos) return d;
-  return s;
-}
-
-json to_json(const YAML::Node& n) {
-  switch (n.Type()) {
-    case YAML::NodeType::Map: {
-      json o = json::object();
-      for (const auto& kv : n) o[kv.first.Scalar()] = to_json(kv.second);
-      return o;
-    }
-    case YAML::NodeType::Sequence: {
-      json a = json::array();
-      for (const auto& v : n) a.push_back(to_json(v));
-      return a;
-    }
-    case YAML::NodeType::Scalar:
-      return scalar(n);
-    default:
-      return nullptr;
-  }
-}
 
 // Where objects of a kind are created: the collection path ("{ns}" for namespaced kinds).
 struct KindPath {
@@ -309,7 +275,7 @@ Result<void> KubeCluster::apply_yaml_file(const std::filesystem::path& file) con
   }
   for (const auto& d : docs) {
     if (!d.IsMap()) continue;
-    if (auto r = apply(to_json(d)); !r) return fail("apply {}: {}", file.string(), r.error().message);
+    if (auto r = apply(yaml_to_json(d)); !r) return fail("apply {}: {}", file.string(), r.error().message);
   }
   return ok();
 }
