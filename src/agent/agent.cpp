@@ -308,12 +308,7 @@ void Agent::handle(const signals::Signal& sig, const signals::LineInfo& info, st
                    Clock::time_point detected, std::string_view drill) {
   // A long-running agent starts its incidents over at the cap; the event log keeps the history
   // and still deduplicates actions.
-  if (correlator_->incidents().size() >= signals::Correlator::kIncidentCap) {
-    correlator_ = std::make_unique<signals::Correlator>(catalog_);
-    event_of_.clear();
-    repeats_.clear();
-    acted_.clear();
-  }
+  if (correlator_->incidents().size() >= signals::Correlator::kIncidentCap) forget_incidents();
   signals::Event e{&options_.node, &info, &sig, line, drill};
   if (!correlator_->add(e)) return;
   auto index = correlator_->last_incident();
@@ -584,6 +579,13 @@ Result<Agent::Attempt> Agent::attempt_action(const Request& r) {
   return out;
 }
 
+void Agent::forget_incidents() {
+  correlator_ = std::make_unique<signals::Correlator>(catalog_);
+  event_of_.clear();
+  repeats_.clear();
+  acted_.clear();
+}
+
 bool Agent::in_boot_grace(double seconds_since_boot) const {
   return options_.boot_grace.count() > 0 && seconds_since_boot < static_cast<double>(options_.boot_grace.count());
 }
@@ -607,10 +609,7 @@ void Agent::take_clear() {
 void Agent::clear(const std::string& why) {
   {
     std::lock_guard detect(detect_mu_);
-    correlator_ = std::make_unique<signals::Correlator>(catalog_);
-    event_of_.clear();
-    repeats_.clear();
-    acted_.clear();
+    forget_incidents();
     last_clear_unix_ = now_unix();
   }
   stats_.devices.close_all();

@@ -237,6 +237,9 @@ class Agent {
   std::int64_t clears_seen_ = 0;
   double last_clear_unix_ = 0;
   bool in_boot_grace(double seconds_since_boot) const;
+  // Starts the incidents over (the cap, a clear); call with detect_mu_ held. The event log keeps
+  // the history.
+  void forget_incidents();
   void take_clear();  // a clear `cmaxd clear` wrote since the last look: clear()
 };
 
