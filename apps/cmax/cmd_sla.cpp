@@ -41,6 +41,133 @@ struct SlaFlags {
   std::size_t max_rows = 20;
 };
 
+// The contract and the flags read from text: a usage error is printed and *code set.
+struct SlaSetup {
+  sla::Contract contract;
+  sla::Zone events_zone;
+  std::optional<sla::YearMonth> from, to;
+  std::int64_t as_of = 0;  ///< nothing after it is counted
+};
+
+std::optional<SlaSetup> read_setup(const SlaFlags& f) {
+  auto contract_text = core::read_text_file(f.contract, kMaxContractBytes);
+  if (!contract_text) {
+    fmt::print(stderr, "cmax sla: {}\n", contract_text.error().message);
+    return std::nullopt;
+  }
+  auto contract = sla::parse_contract(*contract_text);
+  if (!contract) {
+    fmt::print(stderr, "cmax sla: {}: {}\n", f.contract, contract.error().message);
+    return std::nullopt;
+  }
+  SlaSetup setup{*contract, contract->zone, std::nullopt, std::nullopt, 0};
+  if (!f.events_zone.empty()) {
+    auto z = sla::Zone::load(f.events_zone);
+    if (!z) {
+      fmt::print(stderr, "cmax sla: --events-time-zone: {}\n", z.error().message);
+      return std::nullopt;
+    }
+    setup.events_zone = std::move(*z);
+  }
+  for (auto [flag, text, out] :
+       {std::tuple{"--from", &f.from, &setup.from}, std::tuple{"--to", &f.to, &setup.to}}) {
+    if (text->empty()) continue;
+    *out = sla::parse_year_month(*text);
+    if (!*out) {
+      fmt::print(stderr, "cmax sla: {} '{}': write a month as 2026-03 (or a day in it, 2026-03-15)\n", flag, *text);
+      return std::nullopt;
+    }
+  }
+  // Nothing after now is counted (an outage still open ends now, not at the month's end).
+  setup.as_of = static_cast<std::int64_t>(std::time(nullptr));
+  if (!f.as_of.empty()) {
+    auto t = sla::parse_timestamp(f.as_of, setup.contract.zone);
+    if (!t) {
+      fmt::print(stderr, "cmax sla: --as-of '{}': write a time as 2026-03-15T12:00:00 (the contract's zone) or with an offset\n",
+                 f.as_of);
+      return std::nullopt;
+    }
+    setup.as_of = *t;
+  }
+  return setup;
+}
+
+// Fault drills from drill records (cmax drill run/cleanup): a directory's drill.json or a file.
+Result<std::vector<sla::DrillWindow>> read_drill_records(const std::vector<std::string>& dirs) {
+  std::vector<sla::DrillWindow> drills;
+  for (const auto& dir : dirs) {
+    std::string path = dir;
+    if (std::filesystem::is_directory(path)) path = (std::filesystem::path(dir) / "drill.json").string();
+    auto text = core::read_text_file(path, kMaxContractBytes);
+    if (!text) return Unexpected<Error>{text.error()};
+    auto w = sla::drill_windows_from_report(*text, path);
+    if (!w) return Unexpected<Error>{w.error()};
+    drills.insert(drills.end(), w->begin(), w->end());
+  }
+  return drills;
+}
+
+// The node state intervals from the one source given; cmaxd's drill-tagged drains join `drills`
+// where no drill record names the same node and drill (a record knows the resume). A file that
+// cannot be opened says so itself; a source that cannot be read is named before the reason.
+Result<sla::EventSet> read_events(const SlaFlags& f, const sla::Zone& events_zone, std::vector<sla::DrillWindow>& drills,
+                                  sla::InputInfo& info) {
+  auto named = [&](Result<sla::EventSet> r) -> Result<sla::EventSet> {
+    if (!r) return fail("{}: {}", info.path, r.error().message);
+    return r;
+  };
+  if (!f.cmaxd_db.empty()) {
+    info = {"cmaxd-db", f.cmaxd_db};
+    auto actions = sla::read_cmaxd_actions(f.cmaxd_db);
+    if (!actions) return named(Unexpected<Error>{actions.error()});
+    for (auto& t : sla::drill_windows_from_actions(*actions)) {
+      bool known = std::any_of(drills.begin(), drills.end(),
+                               [&](const sla::DrillWindow& d) { return d.node == t.node && d.drill == t.drill; });
+      if (!known) drills.push_back(std::move(t));
+    }
+    return named(sla::intervals_from_actions(*actions));
+  }
+  const std::string& path = !f.csv.empty() ? f.csv : !f.json_events.empty() ? f.json_events : f.sacctmgr;
+  info = {!f.csv.empty() ? "csv" : !f.json_events.empty() ? "json" : "sacctmgr", path};
+  auto file = sla::MappedFile::open(path, kMaxEventBytes);
+  if (!file) return Unexpected<Error>{file.error()};
+  const std::string_view text = file->text();
+  if (!f.csv.empty()) return named(sla::parse_events_csv_parallel(text, events_zone, parse_threads()));
+  if (!f.json_events.empty()) return named(sla::parse_events_json(text, events_zone));
+  return named(sla::parse_sacctmgr_events(text, events_zone));
+}
+
+// The months reported: --from/--to (the events give an end left open), else the events' own span.
+// A failure is printed and *code set.
+std::optional<sla::Window> choose_window(const SlaSetup& setup, const sla::EventSet& events, sla::InputInfo& info,
+                                         int* code) {
+  const auto& zone = setup.contract.zone;
+  if (!setup.from && !setup.to) {
+    auto window = sla::default_window(events, zone);
+    if (!window) {
+      fmt::print(stderr, "cmax sla: {} holds no intervals; give --from and --to to report a month without downtime\n",
+                 info.path);
+      *code = kExitInput;
+    }
+    return window;
+  }
+  *code = kExitUsage;
+  auto fallback = sla::default_window(events, zone);
+  if ((!setup.from || !setup.to) && !fallback) {
+    fmt::print(stderr, "cmax sla: no events to take the other end of the window from; give both --from and --to\n");
+    return std::nullopt;
+  }
+  const sla::YearMonth a = setup.from ? *setup.from : fallback->months.front();
+  const sla::YearMonth z = setup.to ? *setup.to : fallback->months.back();
+  auto w = sla::month_window(zone, a, z);
+  if (!w) {
+    fmt::print(stderr, "cmax sla: {}\n", w.error().message);
+    return std::nullopt;
+  }
+  info.window_from_flags = true;
+  return std::move(*w);
+}
+
 int run_sla(SlaFlags f) {
   // A run directory's own drill is excluded as if named with --drill.
   if (!f.out.empty() && std::filesystem::exists(std::filesystem::path(f.out) / "drill.json") &&
@@ -51,95 +178,19 @@ int run_sla(SlaFlags f) {
     fmt::print(stderr, "cmax sla: give exactly one of --events-csv, --events-json, --sacctmgr, --cmaxd-db\n");
     return kExitUsage;
   }
-  auto contract_text = core::read_text_file(f.contract, kMaxContractBytes);
-  if (!contract_text) {
-    fmt::print(stderr, "cmax sla: {}\n", contract_text.error().message);
-    return kExitUsage;
-  }
-  auto contract = sla::parse_contract(*contract_text);
-  if (!contract) {
-    fmt::print(stderr, "cmax sla: {}: {}\n", f.contract, contract.error().message);
-    return kExitUsage;
-  }
-  sla::Zone events_zone = contract->zone;
-  if (!f.events_zone.empty()) {
-    auto z = sla::Zone::load(f.events_zone);
-    if (!z) {
-      fmt::print(stderr, "cmax sla: --events-time-zone: {}\n", z.error().message);
-      return kExitUsage;
-    }
-    events_zone = std::move(*z);
-  }
-  std::optional<sla::YearMonth> from, to;
-  for (auto [flag, text, out] : {std::tuple{"--from", &f.from, &from}, std::tuple{"--to", &f.to, &to}}) {
-    if (text->empty()) continue;
-    *out = sla::parse_year_month(*text);
-    if (!*out) {
-      fmt::print(stderr, "cmax sla: {} '{}': write a month as 2026-03 (or a day in it, 2026-03-15)\n", flag, *text);
-      return kExitUsage;
-    }
-  }
-
-  // Nothing after now is counted (an outage still open ends now, not at the month's end).
-  std::int64_t as_of = static_cast<std::int64_t>(std::time(nullptr));
-  if (!f.as_of.empty()) {
-    auto t = sla::parse_timestamp(f.as_of, contract->zone);
-    if (!t) {
-      fmt::print(stderr, "cmax sla: --as-of '{}': write a time as 2026-03-15T12:00:00 (the contract's zone) or with an offset\n",
-                 f.as_of);
-      return kExitUsage;
-    }
-    as_of = *t;
-  }
+  auto setup = read_setup(f);
+  if (!setup) return kExitUsage;
+  sla::Contract& contract = setup->contract;
   // Fault drills: from drill records (cmax drill run/cleanup) and from cmaxd's drill-tagged drains.
-  std::vector<sla::DrillWindow> drills;
-  for (const auto& dir : f.drills) {
-    std::string path = dir;
-    if (std::filesystem::is_directory(path)) path = (std::filesystem::path(dir) / "drill.json").string();
-    auto text = core::read_text_file(path, kMaxContractBytes);
-    auto w = text ? sla::drill_windows_from_report(*text, path) : Result<std::vector<sla::DrillWindow>>(Unexpected<Error>{text.error()});
-    if (!w) {
-      fmt::print(stderr, "cmax sla: --drill: {}\n", w.error().message);
-      return kExitUsage;
-    }
-    drills.insert(drills.end(), w->begin(), w->end());
+  auto drills = read_drill_records(f.drills);
+  if (!drills) {
+    fmt::print(stderr, "cmax sla: --drill: {}\n", drills.error().message);
+    return kExitUsage;
   }
-
   sla::InputInfo info;
-  Result<sla::EventSet> events = fail("no input");
-  if (!f.cmaxd_db.empty()) {
-    info = {"cmaxd-db", f.cmaxd_db};
-    auto actions = sla::read_cmaxd_actions(f.cmaxd_db);
-    if (actions) {
-      auto tagged = sla::drill_windows_from_actions(*actions);
-      // A drill record's window for the same node and drill is the better one (it knows the resume).
-      for (auto& t : tagged) {
-        bool known = std::any_of(drills.begin(), drills.end(),
-                                 [&](const sla::DrillWindow& d) { return d.node == t.node && d.drill == t.drill; });
-        if (!known) drills.push_back(std::move(t));
-      }
-      events = sla::intervals_from_actions(*actions);
-    } else {
-      events = Unexpected<Error>{actions.error()};
-    }
-  } else {
-    const std::string& path = !f.csv.empty() ? f.csv : !f.json_events.empty() ? f.json_events : f.sacctmgr;
-    info = {!f.csv.empty() ? "csv" : !f.json_events.empty() ? "json" : "sacctmgr", path};
-    auto file = sla::MappedFile::open(path, kMaxEventBytes);
-    if (!file) {
-      fmt::print(stderr, "cmax sla: {}\n", file.error().message);
-      return kExitInput;
-    }
-    const std::string_view text = file->text();
-    if (!f.csv.empty())
-      events = sla::parse_events_csv_parallel(text, events_zone, parse_threads());
-    else if (!f.json_events.empty())
-      events = sla::parse_events_json(text, events_zone);
-    else
-      events = sla::parse_sacctmgr_events(text, events_zone);
-  }
+  auto events = read_events(f, setup->events_zone, *drills, info);
   if (!events) {
-    fmt::print(stderr, "cmax sla: {}: {}\n", info.path, events.error().message);
+    fmt::print(stderr, "cmax sla: {}\n", events.error().message);
     return kExitInput;
   }
   if (events->records > 0 && events->intervals.empty() && events->anomalies.malformed.count == events->records) {
@@ -147,42 +198,21 @@ int run_sla(SlaFlags f) {
                events->anomalies.malformed.examples.empty() ? "?" : events->anomalies.malformed.examples.front());
     return kExitInput;
   }
-
-  std::optional<sla::Window> window;
-  if (from || to) {
-    auto fallback = sla::default_window(*events, contract->zone);
-    if ((!from || !to) && !fallback) {
-      fmt::print(stderr, "cmax sla: no events to take the other end of the window from; give both --from and --to\n");
-      return kExitUsage;
-    }
-    const sla::YearMonth a = from ? *from : fallback->months.front(), z = to ? *to : fallback->months.back();
-    auto w = sla::month_window(contract->zone, a, z);
-    if (!w) {
-      fmt::print(stderr, "cmax sla: {}\n", w.error().message);
-      return kExitUsage;
-    }
-    window = std::move(*w);
-    info.window_from_flags = true;
-  } else {
-    window = sla::default_window(*events, contract->zone);
-    if (!window) {
-      fmt::print(stderr, "cmax sla: {} holds no intervals; give --from and --to to report a month without downtime\n",
-                 info.path);
-      return kExitInput;
-    }
-  }
-  info.closed_by_drills = sla::close_with_drills(*events, drills);
+  int code = kExitOk;
+  const std::optional<sla::Window> window = choose_window(*setup, *events, info, &code);
+  if (!window) return code;
+  info.closed_by_drills = sla::close_with_drills(*events, *drills);
   // Up to the resume the events show, not only to the drill's own end marker.
-  sla::extend_drills_to_resume(drills, *events, contract->down_states);
-  info.drills_elsewhere = sla::exclude_drills(*contract, drills, as_of);
-  for (const auto& d : drills)
+  sla::extend_drills_to_resume(*drills, *events, contract.down_states);
+  info.drills_elsewhere = sla::exclude_drills(contract, *drills, setup->as_of);
+  for (const auto& d : *drills)
     if (std::none_of(info.drills_elsewhere.begin(), info.drills_elsewhere.end(),
                      [&](const sla::DrillWindow& x) { return x.node == d.node && x.drill == d.drill; }))
       info.drills.push_back(d);
-  const sla::SlaReport report = sla::compute_sla(std::move(*events), *contract, *window, as_of);
+  const sla::SlaReport report = sla::compute_sla(std::move(*events), contract, *window, setup->as_of);
   // Written as is: fmt::print would copy tens of MB into a growing buffer first.
   // The JSON once, for the run directory and for stdout alike.
-  const std::string json = f.json || !f.out.empty() ? sla::render_json(report, *contract, *window, info) : "";
+  const std::string json = f.json || !f.out.empty() ? sla::render_json(report, contract, *window, info) : "";
   if (!f.out.empty()) {
     auto w = report::write_stage_document(f.out, "sla.json", json);
     if (!w) {
@@ -190,7 +220,7 @@ int run_sla(SlaFlags f) {
       return kExitUsage;
     }
   }
-  const std::string out = f.json ? json : sla::render_table(report, *contract, *window, info, f.max_rows);
+  const std::string out = f.json ? json : sla::render_table(report, contract, *window, info, f.max_rows);
   std::fwrite(out.data(), 1, out.size(), stdout);
   return report.credit_total > 0 || !report.cancellations.empty() ? kExitOwed : kExitOk;
 }

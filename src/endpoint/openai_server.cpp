@@ -436,57 +436,7 @@ struct OpenAiServer::Impl {
     }
     plan->arrival = arrival;
     plan->stream = creq.stream;
-    std::uniform_real_distribution<double> u01(0, 1);
-    {
-      std::lock_guard lock(mu);
-      const auto& f = config.faults;
-      if (f.rate_429 > 0 && u01(rng) < f.rate_429) {
-        ++stats.fault_429;
-        res.set_header("Retry-After", "0");
-        res.status = 429;
-        res.set_content(error_body_for(api, {429, "requests",
-                                             "Rate limit reached (injected by cmax endpoint serve --fault-429-rate)", "",
-                                             "rate_limit_exceeded"}),
-                        "application/json");
-        ++stats.errors[429];
-        log_entry({"", api, creq.stream, 429, "429", mono_ns(arrival), 0, mono_ns(Clock::now()), 0, 0, 0,
-                   creq.max_tokens, -1});
-        return;
-      }
-      if (f.rate_5xx > 0 && u01(rng) < f.rate_5xx) {
-        ++stats.fault_5xx;
-        res.status = 500;
-        res.set_content(error_body_for(api, {500, "server_error",
-                                    "The server had an error while processing your request (injected by cmax "
-                                    "endpoint serve --fault-5xx-rate)",
-                                    "", "internal_error"}),
-                        "application/json");
-        ++stats.errors[500];
-        log_entry({"", api, creq.stream, 500, "5xx", mono_ns(arrival), 0, mono_ns(Clock::now()), 0, 0, 0,
-                   creq.max_tokens, -1});
-        return;
-      }
-      if (creq.stream && f.drop_stream_rate > 0 && u01(rng) < f.drop_stream_rate) {
-        plan->drop_before = static_cast<std::uint32_t>(rng() % std::max<std::uint32_t>(plan->output_tokens, 1));
-        ++stats.fault_drop;
-      }
-      const double now = model_now();
-      plan->admission = fleet.admit(blocks, prompt_tokens, plan->output_tokens, creq.user, now);
-      const double scale = config.time_scale;
-      plan->first_token = arrival + f.slow_first_token +
-                          std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(
-                              scale > 0 ? std::max(0.0, plan->admission.first_token_s - now) * scale : 0.0));
-      plan->per_token = std::chrono::duration<double>(scale > 0 ? plan->admission.per_token_s * scale : 0.0);
-      plan->meta.id = api == Api::kMessages ? fmt::format("msg_cmax{:08x}", next_id++)
-                                            : fmt::format("{}-cmax{:08x}", api == Api::kChat ? "chatcmpl" : "cmpl", next_id++);
-      ++stats.requests;
-      stats.prompt_tokens += prompt_tokens;
-      stats.cached_tokens += plan->admission.cached_tokens;
-      auto& rs = replica_stats(plan->admission.replica);
-      ++rs.requests;
-      rs.prompt_tokens += prompt_tokens;
-      rs.cached_tokens += plan->admission.cached_tokens;
-    }
+    if (!admit(api, creq, blocks, prompt_tokens, *plan, res)) return;
     const auto& a = plan->admission;
     plan->usage = Usage{prompt_tokens, plan->output_tokens, a.cached_tokens,
                         static_cast<std::uint32_t>(std::min<std::size_t>(
@@ -498,93 +448,176 @@ struct OpenAiServer::Impl {
     plan->meta.model = config.model;
     plan->meta.cache_fields = config.cache_fields;
     plan->meta.include_usage = creq.include_usage;
+    if (creq.stream)
+      stream(plan, res);
+    else
+      answer_whole(*plan, res);
+  }
 
-    if (!creq.stream) {
-      const auto last = plan->first_token +
-                        std::chrono::duration_cast<Clock::duration>(plan->per_token * (plan->output_tokens - 1));
-      sleep_until(last);
-      std::string text;
-      for (std::uint32_t i = 0; i < plan->output_tokens; ++i) text += answer_token(plan->answer_seed, i);
-      plan->first_write = Clock::now();
-      res.set_content(api == Api::kMessages ? message_body(plan->meta, text, plan->finish_reason, plan->usage)
-                                            : completion_body(plan->meta, text, plan->finish_reason, plan->usage),
+  // An injected 429 or 5xx (--fault-429-rate, --fault-5xx-rate) answers the request: true. Under mu.
+  bool answer_injected_error(Api api, const CompletionRequest& creq, Clock::time_point arrival, httplib::Response& res) {
+    std::uniform_real_distribution<double> u01(0, 1);
+    const auto& f = config.faults;
+    if (f.rate_429 > 0 && u01(rng) < f.rate_429) {
+      ++stats.fault_429;
+      res.set_header("Retry-After", "0");
+      res.status = 429;
+      res.set_content(error_body_for(api, {429, "requests",
+                                           "Rate limit reached (injected by cmax endpoint serve --fault-429-rate)", "",
+                                           "rate_limit_exceeded"}),
                       "application/json");
-      end(*plan, plan->output_tokens, /*completed=*/true, /*dropped=*/false);
-      return;
+      ++stats.errors[429];
+      log_entry({"", api, creq.stream, 429, "429", mono_ns(arrival), 0, mono_ns(Clock::now()), 0, 0, 0,
+                 creq.max_tokens, -1});
+      return true;
     }
+    if (f.rate_5xx > 0 && u01(rng) < f.rate_5xx) {
+      ++stats.fault_5xx;
+      res.status = 500;
+      res.set_content(error_body_for(api, {500, "server_error",
+                                           "The server had an error while processing your request (injected by cmax "
+                                           "endpoint serve --fault-5xx-rate)",
+                                           "", "internal_error"}),
+                      "application/json");
+      ++stats.errors[500];
+      log_entry({"", api, creq.stream, 500, "5xx", mono_ns(arrival), 0, mono_ns(Clock::now()), 0, 0, 0,
+                 creq.max_tokens, -1});
+      return true;
+    }
+    return false;
+  }
 
-    // The stream: the role chunk at once (chat), content tokens on the model's schedule, then the
-    // usage chunk and [DONE]. A failed write is a client gone: stop, and the releaser accounts.
+  // Admits the request into the model: the wall times of its first and each next token, a dropped
+  // stream's cut (--drop-stream-rate), its id, and the stats. False: an injected error answered it.
+  bool admit(Api api, const CompletionRequest& creq, std::span<const std::uint64_t> blocks, std::uint32_t prompt_tokens,
+             Plan& plan, httplib::Response& res) {
+    std::lock_guard lock(mu);
+    if (answer_injected_error(api, creq, plan.arrival, res)) return false;
+    const auto& f = config.faults;
+    std::uniform_real_distribution<double> u01(0, 1);
+    if (creq.stream && f.drop_stream_rate > 0 && u01(rng) < f.drop_stream_rate) {
+      plan.drop_before = static_cast<std::uint32_t>(rng() % std::max<std::uint32_t>(plan.output_tokens, 1));
+      ++stats.fault_drop;
+    }
+    const double now = model_now();
+    plan.admission = fleet.admit(blocks, prompt_tokens, plan.output_tokens, creq.user, now);
+    const double scale = config.time_scale;
+    plan.first_token = plan.arrival + f.slow_first_token +
+                       std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(
+                           scale > 0 ? std::max(0.0, plan.admission.first_token_s - now) * scale : 0.0));
+    plan.per_token = std::chrono::duration<double>(scale > 0 ? plan.admission.per_token_s * scale : 0.0);
+    plan.meta.id = api == Api::kMessages
+                       ? fmt::format("msg_cmax{:08x}", next_id++)
+                       : fmt::format("{}-cmax{:08x}", api == Api::kChat ? "chatcmpl" : "cmpl", next_id++);
+    ++stats.requests;
+    stats.prompt_tokens += prompt_tokens;
+    stats.cached_tokens += plan.admission.cached_tokens;
+    auto& rs = replica_stats(plan.admission.replica);
+    ++rs.requests;
+    rs.prompt_tokens += prompt_tokens;
+    rs.cached_tokens += plan.admission.cached_tokens;
+    return true;
+  }
+
+  // Not streamed: the whole answer once its last token is due.
+  void answer_whole(Plan& plan, httplib::Response& res) {
+    const auto last =
+        plan.first_token + std::chrono::duration_cast<Clock::duration>(plan.per_token * (plan.output_tokens - 1));
+    sleep_until(last);
+    std::string text;
+    for (std::uint32_t i = 0; i < plan.output_tokens; ++i) text += answer_token(plan.answer_seed, i);
+    plan.first_write = Clock::now();
+    res.set_content(plan.meta.api == Api::kMessages ? message_body(plan.meta, text, plan.finish_reason, plan.usage)
+                                                    : completion_body(plan.meta, text, plan.finish_reason, plan.usage),
+                    "application/json");
+    end(plan, plan.output_tokens, /*completed=*/true, /*dropped=*/false);
+  }
+
+  // The stream: the role chunk at once (chat), content tokens on the model's schedule, then the
+  // usage chunk and [DONE]. A failed write is a client gone: stop, and the releaser accounts.
+  void stream(const std::shared_ptr<Plan>& plan, httplib::Response& res) {
     auto sent = std::make_shared<std::uint32_t>(0);
     auto outcome = std::make_shared<int>(0);  // 0 disconnected/stopped, 2 dropped by fault, 3 completed and accounted
     res.set_header("Cache-Control", "no-cache");
     res.set_chunked_content_provider(
         "text/event-stream",
         [this, plan, sent, outcome](std::size_t, httplib::DataSink& sink) {
-          auto write = [&](const std::string& s) { return sink.write(s.data(), s.size()); };
-          const bool messages = plan->meta.api == Api::kMessages;
-          if (plan->meta.api == Api::kChat && !write(sse_event(chat_role_chunk(plan->meta)))) return false;
-          if (messages && !write(messages_stream_head(plan->meta, plan->usage))) return false;
-          auto due = [&](std::uint32_t i) {
-            return plan->first_token + std::chrono::duration_cast<Clock::duration>(plan->per_token * i);
-          };
-          std::string batch;
-          for (std::uint32_t i = 0; i < plan->output_tokens;) {
-            // vLLM's --stream-interval: the first token alone, then `interval` tokens a write.
-            const std::uint32_t interval = std::max<std::uint32_t>(config.stream_interval, 1);
-            const std::uint32_t wait_for = i == 0 ? 0 : std::min(i + interval - 1, plan->output_tokens - 1);
-            if (!sleep_until(due(wait_for))) return false;
-            // Every token due by now goes out in one write, as a server behind on its schedule
-            // flushes what it has (one token per write when on time).
-            const auto now = Clock::now();
-            batch.clear();
-            std::uint32_t n = 0;
-            bool drop = false;
-            do {
-              if (plan->drop_before && *plan->drop_before == i + n) {
-                drop = true;
-                break;
-              }
-              const bool last = i + n + 1 == plan->output_tokens;
-              if (messages) {
-                batch += messages_text_event(answer_token(plan->answer_seed, i + n));
-              } else {
-                batch += "data: ";
-                batch += content_chunk(plan->meta, answer_token(plan->answer_seed, i + n), last ? plan->finish_reason : "");
-                batch += "\n\n";
-              }
-              ++n;
-            } while (i + n < plan->output_tokens && due(i + n) <= now);
-            if (n > 0) {
-              if (!write(batch)) return false;
-              if (i == 0) plan->first_write = Clock::now();
-              *sent += n;
-              i += n;
-            }
-            if (drop) {
-              *outcome = 2;
-              return false;  // httplib closes the connection without the terminating chunk
-            }
-          }
-          // Every token is out: account the request now, before the usage chunk and [DONE] reach the
-          // client. httplib runs the releaser only after the response is finished on the socket, so a
-          // client that reads [DONE] and then asks /cmax/stats must not beat the accounting.
-          std::string tail;
-          if (messages) {
-            tail = messages_stream_tail(plan->meta, plan->finish_reason, plan->usage);
-          } else {
-            if (plan->meta.include_usage) tail = sse_event(usage_chunk(plan->meta, plan->usage));
-            tail += kSseDone;
-          }
-          end(*plan, *sent, /*completed=*/true, /*dropped=*/false);
-          *outcome = 3;  // accounted
-          if (!write(tail)) return false;
-          sink.done();
-          return true;
+          return write_stream(*plan, *sent, *outcome, sink);
         },
         [this, plan, sent, outcome](bool) {
           if (*outcome != 3) end(*plan, *sent, /*completed=*/false, *outcome == 2);
         });
+  }
+
+  // Every token due by `now` from token i, as one write's events (one token per write when on
+  // time; a server behind on its schedule flushes what it has). Stops before a fault's cut: *drop.
+  std::string due_events(const Plan& plan, std::uint32_t i, Clock::time_point now, std::uint32_t* n, bool* drop) const {
+    const bool messages = plan.meta.api == Api::kMessages;
+    auto due = [&](std::uint32_t k) {
+      return plan.first_token + std::chrono::duration_cast<Clock::duration>(plan.per_token * k);
+    };
+    std::string batch;
+    *n = 0;
+    *drop = false;
+    do {
+      if (plan.drop_before && *plan.drop_before == i + *n) {
+        *drop = true;
+        break;
+      }
+      const bool last = i + *n + 1 == plan.output_tokens;
+      if (messages) {
+        batch += messages_text_event(answer_token(plan.answer_seed, i + *n));
+      } else {
+        batch += "data: ";
+        batch += content_chunk(plan.meta, answer_token(plan.answer_seed, i + *n), last ? plan.finish_reason : "");
+        batch += "\n\n";
+      }
+      ++*n;
+    } while (i + *n < plan.output_tokens && due(i + *n) <= now);
+    return batch;
+  }
+
+  // The stream's writer (httplib calls it once): false when the client is gone or a fault cuts it.
+  bool write_stream(Plan& plan, std::uint32_t& sent, int& outcome, httplib::DataSink& sink) {
+    auto write = [&](const std::string& s) { return sink.write(s.data(), s.size()); };
+    const bool messages = plan.meta.api == Api::kMessages;
+    if (plan.meta.api == Api::kChat && !write(sse_event(chat_role_chunk(plan.meta)))) return false;
+    if (messages && !write(messages_stream_head(plan.meta, plan.usage))) return false;
+    for (std::uint32_t i = 0; i < plan.output_tokens;) {
+      // vLLM's --stream-interval: the first token alone, then `interval` tokens a write.
+      const std::uint32_t interval = std::max<std::uint32_t>(config.stream_interval, 1);
+      const std::uint32_t wait_for = i == 0 ? 0 : std::min(i + interval - 1, plan.output_tokens - 1);
+      if (!sleep_until(plan.first_token + std::chrono::duration_cast<Clock::duration>(plan.per_token * wait_for)))
+        return false;
+      std::uint32_t n = 0;
+      bool drop = false;
+      const std::string batch = due_events(plan, i, Clock::now(), &n, &drop);
+      if (n > 0) {
+        if (!write(batch)) return false;
+        if (i == 0) plan.first_write = Clock::now();
+        sent += n;
+        i += n;
+      }
+      if (drop) {
+        outcome = 2;
+        return false;  // httplib closes the connection without the terminating chunk
+      }
+    }
+    // Every token is out: account the request now, before the usage chunk and [DONE] reach the
+    // client. httplib runs the releaser only after the response is finished on the socket, so a
+    // client that reads [DONE] and then asks /cmax/stats must not beat the accounting.
+    std::string tail;
+    if (messages) {
+      tail = messages_stream_tail(plan.meta, plan.finish_reason, plan.usage);
+    } else {
+      if (plan.meta.include_usage) tail = sse_event(usage_chunk(plan.meta, plan.usage));
+      tail += kSseDone;
+    }
+    end(plan, sent, /*completed=*/true, /*dropped=*/false);
+    outcome = 3;  // accounted
+    if (!write(tail)) return false;
+    sink.done();
+    return true;
   }
 
   ReplicaStats& replica_stats(int replica) {
