@@ -394,7 +394,7 @@ TEST_F(RaterRun, NcclSweepStopsOnSigintKillsItsRanksAndWritesWhatWasMeasured) {
   const fs::path out = dir_ / "nccl";
   auto child = cmax::core::Child::spawn({{CMAX_BIN, "nccl", "sweep", "--collbench", CMAX_COLLBENCH_BIN, "--node-counts",
                                           "1", "--ranks-per-node", "2", "--tests", "all_reduce,all_gather,alltoall",
-                                          "-e", "64M", "-n", "200", "--out", out.string()},
+                                          "-e", "64M", "-n", "50", "--out", out.string()},
                                          300s});
   ASSERT_TRUE(child) << child.error().message;
   std::string err, outtext;
