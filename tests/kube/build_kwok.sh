@@ -4,39 +4,17 @@
 # same version beside it.
 #   tests/kube/build_kwok.sh OUTDIR
 # Writes OUTDIR/kwok, OUTDIR/kwok-stages/{node-initialize,node-heartbeat-with-lease}.yaml and
-# OUTDIR/kwok.stamp; a second call with the same script returns at once, and Go's caches keep a
-# rebuild to seconds. When it cannot build here (no Go 1.24 or newer, the proxy unreachable, the
-# build failing) it writes OUTDIR/kwok.unavailable with one line saying why and exits 0: the KWOK
-# fleet tests then skip with that line, never pass silently.
+# OUTDIR/kwok.stamp; cached, or OUTDIR/kwok.unavailable saying why it could not build
+# (tests/support/go_tool.sh).
 set -uo pipefail
-out=${1:?usage: build_kwok.sh OUTDIR}
 here=$(cd "$(dirname "$0")" && pwd)
-mkdir -p "$out"
-out=$(cd "$out" && pwd)
+source "$here/../support/go_tool.sh"
+go_tool_setup kwok "${1:?usage: build_kwok.sh OUTDIR}" kwok.stamp kwok.unavailable "the KWOK fleet tests" "$here/build_kwok.sh"
+go_tool_cached "$out/kwok" "$out/kwok-stages/node-initialize.yaml" && exit 0
 version=v0.8.0
-
-stamp=$(cat "$here/build_kwok.sh" "$here/find_go.sh" | sha256sum | cut -d' ' -f1)
-if [[ -x "$out/kwok" && -s "$out/kwok-stages/node-initialize.yaml" && "$(cat "$out/kwok.stamp" 2>/dev/null)" == "$stamp" ]]; then
-  exit 0
-fi
-rm -f "$out/kwok.unavailable" "$out/kwok.stamp"
-
-unavailable() {
-  echo "build_kwok: $1; the KWOK fleet tests will skip" >&2
-  echo "$1" >"$out/kwok.unavailable"
-  exit 0
-}
-
 # KWOK v0.8.0's go.mod says `go 1.24`.
-source "$here/find_go.sh"
-go=$(find_go 24)
-[[ -n "$go" ]] || unavailable "no Go 1.24 or newer found (PATH, /usr/local/go); install it from go.dev/dl to build KWOK"
-
-export CGO_ENABLED=0 GOFLAGS=-buildvcs=false GOTOOLCHAIN=local
-log="$out/kwok-build.log"
-: >"$log"
-echo "build_kwok: building KWOK $version with $("$go" env GOVERSION) (first build: minutes; log $log)" >&2
-start=$(date +%s)
+go_tool_find_go 24 KWOK
+go_tool_building "KWOK $version"
 # go install MODULE@VERSION: the module's own go.mod and go.sum, checked against the checksum database.
 if ! GOBIN="$out/kwok-bin.new" timeout 1800 "$go" install -trimpath -ldflags "-s -w" "sigs.k8s.io/kwok/cmd/kwok@$version" >>"$log" 2>&1; then
   unavailable "go install sigs.k8s.io/kwok/cmd/kwok@$version failed ($(tail -1 "$log"))"
@@ -47,5 +25,4 @@ cp "$src/fast/node-initialize.yaml" "$src/heartbeat-with-lease/node-heartbeat-wi
   unavailable "KWOK's node Stages are not in $src"
 mv -f "$out/kwok-bin.new/kwok" "$out/kwok"
 rm -rf "$out/kwok-bin.new"
-echo "$stamp" >"$out/kwok.stamp"
-echo "build_kwok: built in $(( $(date +%s) - start )) s: $("$out/kwok" --version 2>&1 | head -1)" >&2
+go_tool_done "$("$out/kwok" --version 2>&1 | head -1)"
