@@ -406,6 +406,11 @@ struct OpenAiServer::Impl {
     bool stream = false;
     std::chrono::duration<double> per_token{0};  // wall
     std::optional<std::uint32_t> drop_before;  // fault: close before content token i
+
+    // When content token i is due (wall).
+    Clock::time_point due(std::uint32_t i) const {
+      return first_token + std::chrono::duration_cast<Clock::duration>(per_token * i);
+    }
   };
 
   void complete(Api api, const httplib::Request& req, httplib::Response& res) {
@@ -521,9 +526,7 @@ struct OpenAiServer::Impl {
 
   // Not streamed: the whole answer once its last token is due.
   void answer_whole(Plan& plan, httplib::Response& res) {
-    const auto last =
-        plan.first_token + std::chrono::duration_cast<Clock::duration>(plan.per_token * (plan.output_tokens - 1));
-    sleep_until(last);
+    sleep_until(plan.due(plan.output_tokens - 1));
     std::string text;
     for (std::uint32_t i = 0; i < plan.output_tokens; ++i) text += answer_token(plan.answer_seed, i);
     plan.first_write = Clock::now();
@@ -553,9 +556,6 @@ struct OpenAiServer::Impl {
   // time; a server behind on its schedule flushes what it has). Stops before a fault's cut: *drop.
   std::string due_events(const Plan& plan, std::uint32_t i, Clock::time_point now, std::uint32_t* n, bool* drop) const {
     const bool messages = plan.meta.api == Api::kMessages;
-    auto due = [&](std::uint32_t k) {
-      return plan.first_token + std::chrono::duration_cast<Clock::duration>(plan.per_token * k);
-    };
     std::string batch;
     *n = 0;
     *drop = false;
@@ -573,7 +573,7 @@ struct OpenAiServer::Impl {
         batch += "\n\n";
       }
       ++*n;
-    } while (i + *n < plan.output_tokens && due(i + *n) <= now);
+    } while (i + *n < plan.output_tokens && plan.due(i + *n) <= now);
     return batch;
   }
 
@@ -587,8 +587,7 @@ struct OpenAiServer::Impl {
       // vLLM's --stream-interval: the first token alone, then `interval` tokens a write.
       const std::uint32_t interval = std::max<std::uint32_t>(config.stream_interval, 1);
       const std::uint32_t wait_for = i == 0 ? 0 : std::min(i + interval - 1, plan.output_tokens - 1);
-      if (!sleep_until(plan.first_token + std::chrono::duration_cast<Clock::duration>(plan.per_token * wait_for)))
-        return false;
+      if (!sleep_until(plan.due(wait_for))) return false;
       std::uint32_t n = 0;
       bool drop = false;
       const std::string batch = due_events(plan, i, Clock::now(), &n, &drop);
